@@ -1,0 +1,601 @@
+#include "parsers/kmsg.h"
+
+#include <array>
+#include <charconv>
+
+namespace diskprobe::parsers {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+template <typename T>
+std::optional<T> ParseNumber(std::string_view s) {
+  T value{};
+  if (s.empty()) return std::nullopt;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+// Leading decimal digits of s (possibly with a leading '-'), advancing s past them.
+template <typename T>
+std::optional<T> TakeNumber(std::string_view& s) {
+  std::size_t n = (!s.empty() && s[0] == '-') ? 1 : 0;
+  std::size_t start = n;
+  while (n < s.size() && IsDigit(s[n])) ++n;
+  if (n == start) return std::nullopt;
+  auto value = ParseNumber<T>(s.substr(0, n));
+  if (value) s.remove_prefix(n);
+  return value;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool Contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+bool ConsumePrefix(std::string_view& s, std::string_view prefix) {
+  if (!StartsWith(s, prefix)) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+// Text up to (not including) the first of `stops`, advancing s to that character.
+std::string_view TakeUntilAny(std::string_view& s, std::string_view stops) {
+  std::size_t n = s.find_first_of(stops);
+  if (n == std::string_view::npos) n = s.size();
+  std::string_view out = s.substr(0, n);
+  s.remove_prefix(n);
+  return out;
+}
+
+// A kernel device name: letters, digits and the few separators disk names use.
+bool IsDeviceName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    bool ok = IsDigit(c) || IsLower(c) || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.' ||
+              c == '!' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "mmc<N>" exactly.
+bool IsMmcHost(std::string_view s) {
+  if (!ConsumePrefix(s, "mmc") || s.empty()) return false;
+  for (char c : s)
+    if (!IsDigit(c)) return false;
+  return true;
+}
+
+// Splits "name: rest" where name has no spaces; returns nullopt when the message has no such prefix.
+std::optional<std::pair<std::string_view, std::string_view>> SplitPrefix(std::string_view message) {
+  std::size_t colon = message.find(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  std::string_view name = message.substr(0, colon);
+  if (name.find(' ') != std::string_view::npos) return std::nullopt;
+  std::string_view rest = message.substr(colon + 1);
+  if (!rest.empty() && rest[0] == ' ') rest.remove_prefix(1);
+  return std::pair{name, rest};
+}
+
+KmsgEvent MakeEvent(KmsgKind kind, std::string_view device, std::string_view host = {}) {
+  KmsgEvent e;
+  e.kind = kind;
+  e.device = std::string(device);
+  e.host = std::string(host);
+  return e;
+}
+
+// mmc errno -> kind: -110 ETIMEDOUT, -84 EILSEQ (the mmc core's CRC error), anything else I/O.
+KmsgKind KindOfMmcErrno(int err) {
+  if (err == -110) return KmsgKind::timeout;
+  if (err == -84) return KmsgKind::crc_error;
+  return KmsgKind::io_error;
+}
+
+// Functions whose printk_ratelimited() produce "<func>: N callbacks suppressed" (the name is the
+// enclosing function's __func__, or the string given to ___ratelimit), and the kind of what was
+// suppressed. "EXT4-fs warning" is left out on purpose: it rate-limits every ext4 warning, most
+// of which are not card failures.
+struct SuppressedSource {
+  std::string_view function;
+  KmsgKind kind;
+};
+constexpr std::array<SuppressedSource, 6> kSuppressedSources{{
+    {"blk_update_request", KmsgKind::io_error},   // 3.x-5.x block/blk-core.c
+    {"print_req_error", KmsgKind::io_error},      // 4.19-5.x block/blk-core.c
+    {"blk_print_req_error", KmsgKind::io_error},  // 5.17+ block/blk-mq.c
+    {"buffer_io_error", KmsgKind::io_error},      // fs/buffer.c
+    {"end_buffer_async_write", KmsgKind::io_error},
+    {"EXT4-fs error", KmsgKind::filesystem_error},  // fs/ext4/super.c ext4_error_ratelimit
+}};
+
+std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
+  constexpr std::string_view kTail = " callbacks suppressed";
+  if (message.size() <= kTail.size() || message.substr(message.size() - kTail.size()) != kTail)
+    return std::nullopt;
+  std::string_view head = message.substr(0, message.size() - kTail.size());
+  std::size_t sep = head.rfind(": ");
+  if (sep == std::string_view::npos) return std::nullopt;
+  auto count = ParseNumber<std::uint64_t>(head.substr(sep + 2));
+  if (!count) return std::nullopt;
+  std::string_view function = head.substr(0, sep);
+  for (const auto& source : kSuppressedSources) {
+    if (source.function == function) {
+      KmsgEvent e = MakeEvent(source.kind, {});
+      e.count = *count;
+      e.suppressed = true;
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+// Block layer: "[<func>: ]<name> error, dev <disk>, sector <N>[ op ...]".
+// <name> comes from blk_errors[] (block/blk-core.c). Errors that say nothing about the medium
+// ("operation not supported" for discard/write-zeroes on USB bridges, reservation conflicts,
+// thin-provisioning space, zoned resources) are ignored.
+std::optional<KmsgEvent> ClassifyBlockError(std::string_view message) {
+  constexpr std::string_view kMarker = " error, dev ";
+  std::size_t at = message.find(kMarker);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view name = message.substr(0, at);
+  std::size_t sep = name.rfind(": ");
+  if (sep != std::string_view::npos) name.remove_prefix(sep + 2);
+  static constexpr std::array<std::string_view, 4> kIgnored{
+      "operation not supported", "reservation conflict", "critical space allocation", "zone"};
+  for (std::string_view ignored : kIgnored)
+    if (StartsWith(name, ignored)) return std::nullopt;
+  std::string_view rest = message.substr(at + kMarker.size());
+  std::string_view device = TakeUntilAny(rest, ", ");
+  if (!IsDeviceName(device) || device == "?") return std::nullopt;
+  KmsgEvent e = MakeEvent(name == "timeout" ? KmsgKind::timeout : KmsgKind::io_error, device);
+  if (ConsumePrefix(rest, ", sector ")) e.sector = TakeNumber<std::uint64_t>(rest);
+  return e;
+}
+
+// "Buffer I/O error on dev|device <part>, logical block N[, lost ... page write]" (fs/buffer.c).
+std::optional<KmsgEvent> ClassifyBufferError(std::string_view message) {
+  std::string_view rest = message;
+  if (!ConsumePrefix(rest, "Buffer I/O error on ")) return std::nullopt;
+  if (!ConsumePrefix(rest, "device ") && !ConsumePrefix(rest, "dev ")) return std::nullopt;
+  std::string_view device = TakeUntilAny(rest, ", ");
+  if (!IsDeviceName(device)) return std::nullopt;
+  return MakeEvent(KmsgKind::io_error, device);
+}
+
+// Device in "... for|on device <journal>." of jbd2 messages.
+std::optional<std::string> JournalAfter(std::string_view message, std::string_view marker) {
+  std::size_t at = message.find(marker);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = message.substr(at + marker.size());
+  std::string_view name = TakeUntilAny(rest, " \n");
+  while (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  if (!IsDeviceName(name)) return std::nullopt;
+  return JournalDevice(name);
+}
+
+std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
+  if (StartsWith(message, "Aborting journal on device ")) {
+    auto dev = JournalAfter(message, "Aborting journal on device ");
+    if (!dev) return std::nullopt;
+    return MakeEvent(KmsgKind::remount_ro, *dev);
+  }
+  if (!StartsWith(message, "JBD2: ")) return std::nullopt;
+  // "JBD2: Error -5 detected when updating journal superblock for sda1-8." (3.x-6.x)
+  // "JBD2: I/O error when updating journal superblock for mmcblk1p5-8"     (6.x)
+  // "JBD2: Detected IO errors while flushing file data on sda1-8"
+  std::optional<std::string> dev;
+  if (Contains(message, "updating journal superblock for "))
+    dev = JournalAfter(message, "updating journal superblock for ");
+  else if (Contains(message, "Detected IO errors while flushing file data on "))
+    dev = JournalAfter(message, "Detected IO errors while flushing file data on ");
+  if (!dev) return std::nullopt;
+  KmsgEvent e = MakeEvent(KmsgKind::io_error, *dev);
+  std::string_view rest = message.substr(6);
+  if (ConsumePrefix(rest, "Error ")) e.error = TakeNumber<int>(rest);
+  return e;
+}
+
+// "EXT4-fs error (device D): ...", "EXT4-fs warning (device D): ...: I/O error ...",
+// "EXT4-fs (D): Remounting filesystem read-only", "EXT4-fs (D): I/O error while writing superblock".
+std::optional<KmsgEvent> ClassifyExt4(std::string_view message) {
+  std::string_view rest = message;
+  if (!ConsumePrefix(rest, "EXT4-fs ")) return std::nullopt;
+  if (ConsumePrefix(rest, "error (device ")) {
+    std::string_view dev = TakeUntilAny(rest, ")");
+    if (!IsDeviceName(dev)) return std::nullopt;
+    return MakeEvent(KmsgKind::filesystem_error, dev);
+  }
+  if (ConsumePrefix(rest, "warning (device ")) {
+    std::string_view dev = TakeUntilAny(rest, ")");
+    if (!IsDeviceName(dev) || !Contains(rest, "I/O error")) return std::nullopt;
+    return MakeEvent(KmsgKind::io_error, dev);
+  }
+  if (ConsumePrefix(rest, "(")) {
+    std::string_view dev = TakeUntilAny(rest, ")");
+    if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
+    if (StartsWith(rest, "Remounting filesystem read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
+    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::io_error, dev);
+  }
+  return std::nullopt;
+}
+
+// "FAT-fs (D): error, ..." and "FAT-fs (D): Filesystem has been set read-only" (fs/fat/misc.c):
+// the Pi's boot partition is FAT.
+std::optional<KmsgEvent> ClassifyFat(std::string_view message) {
+  std::string_view rest = message;
+  if (!ConsumePrefix(rest, "FAT-fs (")) return std::nullopt;
+  std::string_view dev = TakeUntilAny(rest, ")");
+  if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
+  if (StartsWith(rest, "Filesystem has been set read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
+  if (StartsWith(rest, "error,")) return MakeEvent(KmsgKind::filesystem_error, dev);
+  return std::nullopt;
+}
+
+// Messages of the mmc core and host drivers: "mmc0: ..." (host) or "mmcblk0: ..." (disk).
+std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
+  auto split = SplitPrefix(message);
+  if (!split) return std::nullopt;
+  auto [name, rest] = *split;
+  bool host = IsMmcHost(name);
+  bool disk = !host && StartsWith(name, "mmcblk") && IsDeviceName(name);
+  if (!host && !disk) return std::nullopt;
+  auto event = [&](KmsgKind kind) { return host ? MakeEvent(kind, {}, name) : MakeEvent(kind, name); };
+
+  // drivers/mmc/host/bcm2835-sdhost.c (Pi <= 3): pr_warn without '\n', so on old kernels the next
+  // printk may be glued to it: match anywhere.
+  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::overclock_reduced);
+  // drivers/mmc/core/core.c mmc_cqe_recovery
+  if (StartsWith(rest, "running CQE recovery")) return event(KmsgKind::cqe_recovery);
+  // drivers/mmc/core/bus.c mmc_remove_card: "card %04x removed"; old core "Card removed during transfer!"
+  if ((StartsWith(rest, "card ") && Contains(rest, " removed")) || StartsWith(rest, "Card removed during transfer"))
+    return event(KmsgKind::card_removed);
+  // drivers/mmc/core/core.c mmc_hw_reset: "tried to HW reset card, got error %d"
+  if (StartsWith(rest, "tried to HW reset card")) {
+    KmsgEvent e = event(KmsgKind::card_removed);
+    std::size_t at = rest.find("error ");
+    if (at != std::string_view::npos) {
+      std::string_view num = rest.substr(at + 6);
+      e.error = TakeNumber<int>(num);
+    }
+    return e;
+  }
+  // drivers/mmc/core/block.c: "%s: recovery failed!"
+  if (StartsWith(rest, "recovery failed")) return event(KmsgKind::card_removed);
+  // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835-sdhost "timeout waiting for
+  // hardware interrupt.", bcm2835-sdhost "command never completed.", sdhci "Reset 0x%x never
+  // completed.", cqhci "cqhci: timeout for tag %d", block.c "Card stuck in programming state!".
+  if (StartsWith(rest, "Timeout waiting for hardware") || StartsWith(rest, "timeout waiting for hardware") ||
+      Contains(rest, "never completed") || StartsWith(rest, "cqhci: timeout for tag") ||
+      StartsWith(rest, "Card stuck") || StartsWith(rest, "Controller never released inhibit"))
+    return event(KmsgKind::timeout);
+  // drivers/mmc/core/*.c: "error %d whilst initialising SD card", "error %d transferring data,
+  // sector ...", "error %d sending stop command, ...", "error %d requesting status",
+  // "cache flush error %d".
+  std::size_t at = rest.find("error -");
+  if (at != std::string_view::npos && (at == 0 || rest[at - 1] == ' ')) {
+    std::string_view num = rest.substr(at + 6);
+    auto err = TakeNumber<int>(num);
+    if (!err) return std::nullopt;
+    KmsgEvent e = event(KindOfMmcErrno(*err));
+    e.error = err;
+    std::size_t s = rest.find(", sector ");
+    if (s != std::string_view::npos) {
+      std::string_view sector = rest.substr(s + 9);
+      e.sector = TakeNumber<std::uint64_t>(sector);
+    }
+    return e;
+  }
+  return std::nullopt;
+}
+
+// Pi firmware: "Under-voltage detected! (0x00050005)" (older raspberrypi-hwmon / firmware driver)
+// and "hwmon hwmon1: Undervoltage detected!" (newer raspberrypi-hwmon dev_crit).
+std::optional<KmsgEvent> ClassifyUnderVoltage(std::string_view message) {
+  if (StartsWith(message, "Under-voltage detected!") || Contains(message, "Undervoltage detected!"))
+    return MakeEvent(KmsgKind::under_voltage, {});
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string_view> KmsgRecord::Property(std::string_view key) const {
+  for (const auto& [k, v] : properties)
+    if (k == key) return std::string_view(v);
+  return std::nullopt;
+}
+
+std::string DecodeKmsgEscapes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x') {
+      int hi = HexValue(text[i + 2]), lo = HexValue(text[i + 3]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+std::optional<KmsgRecord> ParseKmsgRecord(std::string_view record) {
+  std::size_t semi = record.find(';');
+  std::size_t first_nl = record.find('\n');
+  if (semi == std::string_view::npos || (first_nl != std::string_view::npos && first_nl < semi))
+    return std::nullopt;
+  std::string_view prefix = record.substr(0, semi);
+  std::array<std::string_view, 4> fields;
+  std::size_t n = 0;
+  while (n < fields.size()) {
+    std::size_t comma = prefix.find(',');
+    fields[n++] = prefix.substr(0, comma);
+    if (comma == std::string_view::npos) break;
+    prefix.remove_prefix(comma + 1);
+  }
+  if (n < 4) return std::nullopt;
+  auto prio = ParseNumber<unsigned>(fields[0]);
+  auto seq = ParseNumber<std::uint64_t>(fields[1]);
+  auto ts = ParseNumber<std::uint64_t>(fields[2]);
+  if (!prio || !seq || !ts || fields[3].empty()) return std::nullopt;
+
+  KmsgRecord r;
+  r.facility = static_cast<int>(*prio >> 3);
+  r.level = static_cast<int>(*prio & 7);
+  r.seq = *seq;
+  r.timestamp_us = *ts;
+  r.fragment = fields[3].find('c') != std::string_view::npos;
+  r.continuation = fields[3].find('+') != std::string_view::npos;
+
+  std::string_view body = record.substr(semi + 1);
+  std::size_t nl = body.find('\n');
+  r.message = DecodeKmsgEscapes(body.substr(0, nl));
+  while (nl != std::string_view::npos) {
+    body.remove_prefix(nl + 1);
+    nl = body.find('\n');
+    std::string_view line = body.substr(0, nl);
+    if (line.empty() || line[0] != ' ') continue;  // only " KEY=value" lines belong to the record
+    line.remove_prefix(1);
+    std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    r.properties.emplace_back(std::string(line.substr(0, eq)), DecodeKmsgEscapes(line.substr(eq + 1)));
+  }
+  return r;
+}
+
+std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value) {
+  if (value.size() < 2) return std::nullopt;
+  KmsgDevice d;
+  d.type = value[0];
+  std::string_view rest = value.substr(1);
+  switch (d.type) {
+    case 'b':
+    case 'c': {
+      std::size_t colon = rest.find(':');
+      if (colon == std::string_view::npos) return std::nullopt;
+      auto major = ParseNumber<unsigned>(rest.substr(0, colon));
+      auto minor = ParseNumber<unsigned>(rest.substr(colon + 1));
+      if (!major || !minor) return std::nullopt;
+      d.major = *major;
+      d.minor = *minor;
+      return d;
+    }
+    case 'n': {
+      auto ifindex = ParseNumber<unsigned>(rest);
+      if (!ifindex) return std::nullopt;
+      d.ifindex = *ifindex;
+      return d;
+    }
+    case '+': {
+      std::size_t colon = rest.find(':');
+      if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+      d.subsystem = std::string(rest.substr(0, colon));
+      d.name = std::string(rest.substr(colon + 1));
+      return d;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string_view ToString(KmsgKind kind) {
+  switch (kind) {
+    case KmsgKind::io_error: return "io_error";
+    case KmsgKind::timeout: return "timeout";
+    case KmsgKind::crc_error: return "crc_error";
+    case KmsgKind::card_removed: return "card_removed";
+    case KmsgKind::overclock_reduced: return "overclock_reduced";
+    case KmsgKind::filesystem_error: return "filesystem_error";
+    case KmsgKind::remount_ro: return "remount_ro";
+    case KmsgKind::under_voltage: return "under_voltage";
+    case KmsgKind::cqe_recovery: return "cqe_recovery";
+  }
+  return "unknown";
+}
+
+std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.remove_suffix(1);
+  if (message.empty()) return std::nullopt;
+  // Cheap dispatch on the first byte keeps the common (unrelated) line to a couple of compares.
+  switch (message[0]) {
+    case 'E':
+      if (StartsWith(message, "EXT4-fs")) {
+        if (auto e = ClassifySuppressed(message)) return e;
+        return ClassifyExt4(message);
+      }
+      break;
+    case 'F':
+      if (auto e = ClassifyFat(message)) return e;
+      break;
+    case 'B':
+      if (auto e = ClassifyBufferError(message)) return e;
+      break;
+    case 'A':
+    case 'J':
+      if (auto e = ClassifyJbd2(message)) return e;
+      break;
+    case 'U':
+      if (auto e = ClassifyUnderVoltage(message)) return e;
+      break;
+    case 'm':
+      if (StartsWith(message, "mmc")) return ClassifyMmc(message);
+      break;
+    default:
+      break;
+  }
+  if (Contains(message, " callbacks suppressed")) return ClassifySuppressed(message);
+  if (Contains(message, " error, dev ")) return ClassifyBlockError(message);
+  if (Contains(message, "Undervoltage detected!")) return ClassifyUnderVoltage(message);
+  return std::nullopt;
+}
+
+std::string DiskOfPartition(std::string_view name) {
+  // <disk ending in a digit>p<N>: mmcblk0p2, nvme0n1p3, loop0p1, md127p1, nbd0p1.
+  std::size_t end = name.size();
+  std::size_t digits = end;
+  while (digits > 0 && IsDigit(name[digits - 1])) --digits;
+  if (digits == end) return std::string(name);
+  if (digits >= 2 && name[digits - 1] == 'p' && IsDigit(name[digits - 2])) {
+    std::string_view disk = name.substr(0, digits - 1);
+    for (std::string_view prefix : {"mmcblk", "nvme", "loop", "md", "nbd"})
+      if (StartsWith(disk, prefix)) return std::string(disk);
+    return std::string(name);
+  }
+  // sd<letters><N>, vd..., hd..., xvd...: SCSI/USB, virtio, IDE, Xen.
+  for (std::string_view prefix : {"sd", "vd", "hd", "xvd"}) {
+    if (!StartsWith(name, prefix)) continue;
+    std::string_view letters = name.substr(prefix.size(), digits - prefix.size());
+    if (letters.empty()) return std::string(name);
+    for (char c : letters)
+      if (!IsLower(c)) return std::string(name);
+    return std::string(name.substr(0, digits));
+  }
+  return std::string(name);
+}
+
+std::string JournalDevice(std::string_view journal_name) {
+  std::size_t dash = journal_name.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == journal_name.size())
+    return std::string(journal_name);
+  std::string_view inode = journal_name.substr(dash + 1);
+  for (char c : inode)
+    if (!IsDigit(c)) return std::string(journal_name);
+  std::string_view device = journal_name.substr(0, dash);
+  // "dm-0" is an external journal on a device-mapper device, not device "dm" with inode 0.
+  if (device == "dm") return std::string(journal_name);
+  return std::string(device);
+}
+
+std::optional<Ext4Message> ParseExt4Message(std::string_view message) {
+  std::string_view rest = message;
+  Ext4Message m;
+  if (ConsumePrefix(rest, "EXT4-fs error (device "))
+    m.level = "error";
+  else if (ConsumePrefix(rest, "EXT4-fs warning (device "))
+    m.level = "warning";
+  else
+    return std::nullopt;
+  std::string_view dev = TakeUntilAny(rest, ")");
+  if (!IsDeviceName(dev) || !ConsumePrefix(rest, ")")) return std::nullopt;
+  m.device = std::string(dev);
+  // "): func:line: " or ") in func:line: "
+  if (!ConsumePrefix(rest, ": ") && !ConsumePrefix(rest, " in ")) return std::nullopt;
+  std::string_view function = TakeUntilAny(rest, ":");
+  if (function.empty() || function.find(' ') != std::string_view::npos || !ConsumePrefix(rest, ":"))
+    return std::nullopt;
+  m.function = std::string(function);
+  auto line = TakeNumber<std::uint32_t>(rest);
+  if (!line) return std::nullopt;
+  m.line = *line;
+  if (!ConsumePrefix(rest, ": ")) {
+    ConsumePrefix(rest, ":");
+    m.detail = std::string(rest);
+    return m;
+  }
+  // "inode #N: " and "block N: " only when they are whole fields; otherwise they stay in detail.
+  if (StartsWith(rest, "inode #")) {
+    std::string_view probe = rest.substr(7);
+    auto inode = TakeNumber<std::uint64_t>(probe);
+    if (inode && ConsumePrefix(probe, ": ")) {
+      m.inode = inode;
+      rest = probe;
+    }
+  }
+  if (StartsWith(rest, "block ")) {
+    std::string_view probe = rest.substr(6);
+    auto block = TakeNumber<std::uint64_t>(probe);
+    if (block && ConsumePrefix(probe, ": ")) {
+      m.block = block;
+      rest = probe;
+    }
+  }
+  if (ConsumePrefix(rest, "comm ")) {
+    std::size_t sep = rest.find(": ");
+    if (sep == std::string_view::npos) {
+      m.comm = std::string(rest);
+      rest = {};
+    } else {
+      m.comm = std::string(rest.substr(0, sep));
+      rest.remove_prefix(sep + 2);
+    }
+  }
+  m.detail = std::string(rest);
+  return m;
+}
+
+std::optional<Ext4ErrorSummary> ParseExt4ErrorSummary(std::string_view message) {
+  std::string_view rest = message;
+  if (!ConsumePrefix(rest, "EXT4-fs (")) return std::nullopt;
+  std::string_view dev = TakeUntilAny(rest, ")");
+  if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
+  Ext4ErrorSummary s;
+  s.device = std::string(dev);
+  if (ConsumePrefix(rest, "error count")) {
+    ConsumePrefix(rest, " since last fsck");
+    if (!ConsumePrefix(rest, ": ")) return std::nullopt;
+    auto count = TakeNumber<std::uint64_t>(rest);
+    if (!count || !rest.empty()) return std::nullopt;
+    s.type = Ext4ErrorSummary::Type::error_count;
+    s.error_count = *count;
+    return s;
+  }
+  if (ConsumePrefix(rest, "initial error at "))
+    s.type = Ext4ErrorSummary::Type::first_error;
+  else if (ConsumePrefix(rest, "last error at "))
+    s.type = Ext4ErrorSummary::Type::last_error;
+  else
+    return std::nullopt;
+  ConsumePrefix(rest, "time ");
+  auto time = TakeNumber<std::int64_t>(rest);
+  if (!time || !ConsumePrefix(rest, ": ")) return std::nullopt;
+  s.time = *time;
+  std::string_view function = TakeUntilAny(rest, ":");
+  if (function.empty() || !ConsumePrefix(rest, ":")) return std::nullopt;
+  s.function = std::string(function);
+  auto line = TakeNumber<std::uint32_t>(rest);
+  if (!line) return std::nullopt;
+  s.line = *line;
+  if (ConsumePrefix(rest, ": inode ")) {
+    s.inode = TakeNumber<std::uint64_t>(rest);
+    if (!s.inode) return std::nullopt;
+  }
+  if (ConsumePrefix(rest, ": block ")) {
+    s.block = TakeNumber<std::uint64_t>(rest);
+    if (!s.block) return std::nullopt;
+  }
+  if (!rest.empty()) return std::nullopt;
+  return s;
+}
+
+}  // namespace diskprobe::parsers
