@@ -1,0 +1,186 @@
+#include "collectors/block_stat.h"
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "parsers/block_stat.h"
+#include "util/file.h"
+
+namespace diskprobe::collectors {
+namespace {
+
+using prometheus::MetricType;
+using parsers::BlockStat;
+using parsers::kSectorBytes;
+
+constexpr double kMs = 1e-3;
+
+struct DeviceData {
+  const Device* dev;
+  BlockStat stat;
+  std::optional<unsigned long long> size_sectors, ro, removable, rotational, logical_bs, physical_bs;
+  std::string scheduler, model, vendor, serial, revision;
+};
+
+std::optional<unsigned long long> ReadU64(const std::string& path) {
+  util::FileContent f = util::ReadFile(path, 256);
+  if (!f.ok()) return std::nullopt;
+  return util::ParseU64(f.text);
+}
+
+// First readable, non-empty attribute among `names` (relative to `dir`), trimmed.
+std::string ReadFirst(const std::string& dir, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    util::FileContent f = util::ReadFile(dir + "/" + n, 512);
+    if (!f.ok()) continue;
+    std::string_view v = util::Trim(f.text);
+    if (!v.empty()) return std::string(v);
+  }
+  return {};
+}
+
+// queue/scheduler lists the choices with the active one in brackets: "none [mq-deadline] kyber".
+// A queue without an elevator shows just "none".
+std::string ActiveScheduler(std::string_view text) {
+  auto open = text.find('[');
+  auto close = text.find(']', open == std::string_view::npos ? 0 : open);
+  if (open != std::string_view::npos && close != std::string_view::npos) return std::string(text.substr(open + 1, close - open - 1));
+  return std::string(util::Trim(text));
+}
+
+// One counter/gauge family with one sample per device for which `get` yields a value.
+template <typename Get>
+void Family(Families* out, const std::vector<DeviceData>& data, const char* name, const char* help, MetricType type,
+            Get get) {
+  prometheus::MetricFamily* f = nullptr;
+  for (const auto& d : data) {
+    std::optional<double> v = get(d);
+    if (!v) continue;
+    if (f == nullptr) f = &AddFamily(out, name, help, type);
+    AddSample(*f, {{"device", d.dev->name}}, *v);
+  }
+}
+
+std::optional<double> Opt(const std::optional<std::uint64_t>& v, double scale = 1) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v) * scale;
+}
+std::optional<double> OptU(const std::optional<unsigned long long>& v, double scale = 1) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v) * scale;
+}
+
+}  // namespace
+
+bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  std::vector<DeviceData> data;
+  data.reserve(ctx.devices.size());
+  std::string failure;
+  for (const Device& dev : ctx.devices) {
+    const std::string& dir = dev.sysfs_path;
+    util::FileContent statf = util::ReadFile(dir + "/stat", 1024);
+    if (!statf.ok()) {
+      if (statf.error != ENOENT && statf.error != ENODEV && failure.empty())
+        failure = dir + "/stat: " + std::strerror(statf.error);
+      continue;
+    }
+    auto stat = parsers::ParseBlockStat(statf.text);
+    if (!stat) {
+      if (failure.empty()) failure = dir + "/stat: unrecognised format";
+      continue;
+    }
+    DeviceData d{&dev, *stat, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+    d.size_sectors = ReadU64(dir + "/size");
+    d.ro = ReadU64(dir + "/ro");
+    d.removable = ReadU64(dir + "/removable");
+    d.rotational = ReadU64(dir + "/queue/rotational");
+    d.logical_bs = ReadU64(dir + "/queue/logical_block_size");
+    d.physical_bs = ReadU64(dir + "/queue/physical_block_size");
+    util::FileContent sched = util::ReadFile(dir + "/queue/scheduler", 512);
+    if (sched.ok()) d.scheduler = ActiveScheduler(sched.text);
+    // mmc cards name their product in device/name; SCSI/NVMe/virtio use device/model.
+    d.model = ReadFirst(dir, {"device/model", "device/name"});
+    d.vendor = ReadFirst(dir, {"device/vendor"});
+    d.serial = ReadFirst(dir, {"device/serial", "serial"});
+    d.revision = ReadFirst(dir, {"device/rev", "device/fwrev", "device/firmware_rev"});
+    data.push_back(std::move(d));
+  }
+
+  using MT = MetricType;
+  Family(out, data, "diskprobe_block_reads_completed_total", "Read requests completed (stat field 1).", MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(d.stat.read_ios); });
+  Family(out, data, "diskprobe_block_reads_merged_total", "Adjacent read requests merged (stat field 2).", MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(d.stat.read_merges); });
+  Family(out, data, "diskprobe_block_read_bytes_total", "Bytes read: 512-byte sectors read (stat field 3) x 512.",
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_sectors) * kSectorBytes); });
+  Family(out, data, "diskprobe_block_read_time_seconds_total", "Time spent on read requests (stat field 4).",
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_ticks_ms) * kMs); });
+  Family(out, data, "diskprobe_block_writes_completed_total", "Write requests completed (stat field 5).", MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(d.stat.write_ios); });
+  Family(out, data, "diskprobe_block_writes_merged_total", "Adjacent write requests merged (stat field 6).",
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(d.stat.write_merges); });
+  Family(out, data, "diskprobe_block_written_bytes_total",
+         "Bytes written: 512-byte sectors written (stat field 7) x 512.", MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(double(d.stat.write_sectors) * kSectorBytes); });
+  Family(out, data, "diskprobe_block_write_time_seconds_total", "Time spent on write requests (stat field 8).",
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.write_ticks_ms) * kMs); });
+  Family(out, data, "diskprobe_block_io_now", "Requests in flight now (stat field 9).", MT::Gauge,
+         [](const DeviceData& d) { return std::optional<double>(d.stat.in_flight); });
+  Family(out, data, "diskprobe_block_io_time_seconds_total",
+         "Time the device had requests in flight, io_ticks (stat field 10); its rate is utilisation.", MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(double(d.stat.io_ticks_ms) * kMs); });
+  Family(out, data, "diskprobe_block_io_time_weighted_seconds_total",
+         "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue size.",
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.time_in_queue_ms) * kMs); });
+  Family(out, data, "diskprobe_block_discards_completed_total", "Discard requests completed (stat field 12, kernel 4.18+).",
+         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_ios); });
+  Family(out, data, "diskprobe_block_discards_merged_total", "Adjacent discard requests merged (stat field 13, kernel 4.18+).",
+         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_merges); });
+  Family(out, data, "diskprobe_block_discarded_bytes_total",
+         "Bytes discarded: 512-byte sectors discarded (stat field 14, kernel 4.18+) x 512.", MT::Counter,
+         [](const DeviceData& d) { return Opt(d.stat.discard_sectors, kSectorBytes); });
+  Family(out, data, "diskprobe_block_discard_time_seconds_total", "Time spent on discard requests (stat field 15, kernel 4.18+).",
+         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_ticks_ms, kMs); });
+  Family(out, data, "diskprobe_block_flushes_completed_total", "Flush requests completed (stat field 16, kernel 5.5+).",
+         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ios); });
+  Family(out, data, "diskprobe_block_flush_time_seconds_total", "Time spent on flush requests (stat field 17, kernel 5.5+).",
+         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ticks_ms, kMs); });
+
+  Family(out, data, "diskprobe_block_size_bytes", "Size of the device: sysfs size (512-byte sectors) x 512.", MT::Gauge,
+         [](const DeviceData& d) { return OptU(d.size_sectors, kSectorBytes); });
+  Family(out, data, "diskprobe_block_read_only", "1 when the block device is read-only (sysfs ro).", MT::Gauge,
+         [](const DeviceData& d) { return OptU(d.ro); });
+  Family(out, data, "diskprobe_block_removable", "1 when the device has removable media (sysfs removable).", MT::Gauge,
+         [](const DeviceData& d) { return OptU(d.removable); });
+  Family(out, data, "diskprobe_block_rotational", "1 for a rotational (spinning) device (sysfs queue/rotational).",
+         MT::Gauge, [](const DeviceData& d) { return OptU(d.rotational); });
+  Family(out, data, "diskprobe_block_logical_block_size_bytes",
+         "Smallest unit the device can address (sysfs queue/logical_block_size).", MT::Gauge,
+         [](const DeviceData& d) { return OptU(d.logical_bs); });
+  Family(out, data, "diskprobe_block_physical_block_size_bytes",
+         "Smallest unit the device writes without read-modify-write (sysfs queue/physical_block_size).", MT::Gauge,
+         [](const DeviceData& d) { return OptU(d.physical_bs); });
+
+  if (!data.empty()) {
+    auto& info = AddFamily(out, "diskprobe_block_info",
+                           "Identity of a monitored block device; value 1. Empty label: sysfs does not say.",
+                           MetricType::Gauge);
+    for (const auto& d : data) {
+      AddSample(info,
+                {{"device", d.dev->name},
+                 {"major", std::to_string(d.dev->major)},
+                 {"minor", std::to_string(d.dev->minor)},
+                 {"model", d.model},
+                 {"revision", d.revision},
+                 {"scheduler", d.scheduler},
+                 {"serial", d.serial},
+                 {"vendor", d.vendor}},
+                1);
+    }
+  }
+  errors_.Set(failure);
+  return failure.empty();
+}
+
+}  // namespace diskprobe::collectors

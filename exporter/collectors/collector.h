@@ -1,0 +1,72 @@
+#pragma once
+// Scrape-time collectors: each reads one source through the configured root paths and appends
+// metric families. Collectors never do disk I/O on a monitored device (probes do, in their own
+// threads); they read kernel attribute files only, so a scrape cannot hang on a card.
+#include <prometheus/metric_family.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devices.h"
+
+namespace diskprobe::collectors {
+
+// Where the host's pseudo-filesystems are (node_exporter's --path.* flags), so every collector
+// runs on a fixture tree recorded from a real machine.
+struct Paths {
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string rootfs = "/";
+};
+
+struct ScrapeContext {
+  const Paths& paths;
+  const DeviceList& devices;  // whole disks selected by the config, sorted by name
+};
+
+using Families = std::vector<prometheus::MetricFamily>;
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string_view Name() const = 0;
+  // Appends this collector's families to *out. Returns false when its source could not be read
+  // (diskprobe_collector_success 0); what could be read is still appended. Logs a failure once
+  // per change of state, never once per scrape. Must not throw.
+  virtual bool Collect(const ScrapeContext& ctx, Families* out) = 0;
+};
+
+// A collector known to the command line (--collector.NAME / --no-collector.NAME).
+struct CollectorInfo {
+  std::string name;
+  std::string help;
+  bool enabled_by_default;
+  std::function<std::unique_ptr<Collector>()> make;
+};
+// Every collector, in exposition order.
+const std::vector<CollectorInfo>& AllCollectors();
+
+// --- helpers for building families -------------------------------------------------------------
+
+// Appends an empty family and returns it. The reference stays valid until the next AddFamily on
+// the same vector.
+prometheus::MetricFamily& AddFamily(Families* out, std::string name, std::string help, prometheus::MetricType type);
+// Appends one sample to a counter or gauge family.
+void AddSample(prometheus::MetricFamily& family, Labels labels, double value);
+
+// Remembers the last failure reason so that it is logged only when it changes.
+class ErrorState {
+ public:
+  explicit ErrorState(std::string collector) : collector_(std::move(collector)) {}
+  // Logs `reason` if it differs from the last one; "" means healthy (logs a recovery once).
+  void Set(const std::string& reason);
+ private:
+  std::string collector_;
+  std::string last_;
+};
+
+}  // namespace diskprobe::collectors

@@ -1,0 +1,190 @@
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <civetweb.h>
+#include <netdb.h>
+#include <strings.h>
+
+#include <cstring>
+
+#include "util/file.h"
+#include "util/log.h"
+
+namespace diskprobe::http {
+
+std::optional<std::string_view> Request::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return std::string_view(v);
+  return std::nullopt;
+}
+
+std::optional<std::string> ToListeningPort(std::string_view address, std::string* error) {
+  address = util::Trim(address);
+  if (address.empty() || address.front() == '[') {
+    *error = "listen address \"" + std::string(address) +
+             "\": IPv6 is not supported by this civetweb build; use an IPv4 address or \":PORT\"";
+    return std::nullopt;
+  }
+  auto colon = address.rfind(':');
+  if (colon == std::string_view::npos) {
+    *error = "listen address \"" + std::string(address) + "\": want HOST:PORT or :PORT";
+    return std::nullopt;
+  }
+  std::string_view host = address.substr(0, colon);
+  auto port = util::ParseU64(address.substr(colon + 1));
+  if (!port || *port > 65535 || address.substr(colon + 1).empty()) {
+    *error = "listen address \"" + std::string(address) + "\": port must be a number from 0 to 65535";
+    return std::nullopt;
+  }
+  if (host.find(':') != std::string_view::npos) {
+    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported by this civetweb build";
+    return std::nullopt;
+  }
+  std::string ip;
+  if (host.empty()) {
+    ip = "0.0.0.0";
+  } else {
+    in_addr a{};
+    std::string h(host);
+    if (inet_pton(AF_INET, h.c_str(), &a) == 1) {
+      ip = h;
+    } else {
+      addrinfo hints{};
+      hints.ai_family = AF_INET;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      int rc = getaddrinfo(h.c_str(), nullptr, &hints, &res);
+      if (rc != 0 || res == nullptr) {
+        *error = "listen address \"" + std::string(address) + "\": cannot resolve \"" + h +
+                 "\" to an IPv4 address: " + gai_strerror(rc);
+        return std::nullopt;
+      }
+      char buf[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof buf);
+      ip = buf;
+      freeaddrinfo(res);
+    }
+  }
+  return ip + ":" + std::to_string(*port);
+}
+
+std::vector<std::string> SplitAddresses(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    std::string_view s = v;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      std::string_view part = util::Trim(s.substr(0, comma));
+      if (!part.empty()) out.emplace_back(part);
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+  }
+  return out;
+}
+
+Server::Server() = default;
+Server::~Server() { Stop(); }
+
+bool Server::Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error) {
+  if (ctx_ != nullptr) {
+    *error = "server already started";
+    return false;
+  }
+  std::string ports;
+  hosts_.clear();
+  for (const auto& a : addresses) {
+    auto p = ToListeningPort(a, error);
+    if (!p) return false;
+    hosts_.push_back(p->substr(0, p->rfind(':')));
+    ports += (ports.empty() ? "" : ",") + *p;
+  }
+  if (ports.empty()) {
+    *error = "no listen address";
+    return false;
+  }
+  handler_ = std::move(handler);
+  const std::string nthreads = std::to_string(threads < 1 ? 1 : threads);
+  const char* options[] = {"listening_ports", ports.c_str(),
+                           "num_threads", nthreads.c_str(),
+                           "request_timeout_ms", "30000",
+                           "enable_keep_alive", "yes",
+                           "keep_alive_timeout_ms", "60000",
+                           nullptr};
+  mg_callbacks callbacks{};
+  callbacks.begin_request = &Server::BeginRequest;
+  callbacks.log_message = &Server::LogMessage;
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.user_data = this;
+  init.configuration_options = options;
+  char errbuf[256] = {0};
+  unsigned code = 0;
+  mg_error_data err{};
+  err.code = &code;
+  err.text = errbuf;
+  err.text_buffer_size = sizeof errbuf;
+  ctx_ = mg_start2(&init, &err);
+  if (ctx_ == nullptr) {
+    *error = errbuf[0] ? errbuf : "civetweb failed to start on " + ports;
+    return false;
+  }
+  return true;
+}
+
+void Server::Stop() {
+  if (ctx_ != nullptr) {
+    mg_stop(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+std::vector<std::string> Server::BoundAddresses() const {
+  std::vector<std::string> out;
+  if (ctx_ == nullptr) return out;
+  mg_server_port ports[16];
+  int n = mg_get_server_ports(ctx_, 16, ports);
+  for (int i = 0; i < n; ++i) {
+    std::string host = static_cast<std::size_t>(i) < hosts_.size() ? hosts_[static_cast<std::size_t>(i)] : "0.0.0.0";
+    out.push_back(host + ":" + std::to_string(ports[i].port));
+  }
+  return out;
+}
+
+int Server::LogMessage(const mg_connection*, const char* message) {
+  log::Debug("http server", {{"msg", message ? message : ""}});
+  return 1;
+}
+
+int Server::BeginRequest(mg_connection* conn) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  auto* self = static_cast<Server*>(ri->user_data);
+  Request req;
+  req.method = ri->request_method ? ri->request_method : "";
+  req.path = ri->local_uri ? ri->local_uri : (ri->request_uri ? ri->request_uri : "");
+  req.query = ri->query_string ? ri->query_string : "";
+  for (int i = 0; i < ri->num_headers; ++i)
+    req.headers.emplace_back(ri->http_headers[i].name, ri->http_headers[i].value);
+
+  Response resp;
+  try {
+    resp = self->handler_(req);
+  } catch (const std::exception& e) {
+    // No exception may cross into civetweb's C code.
+    log::Error("http handler failed", {{"path", req.path}, {"err", e.what()}});
+    resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
+  } catch (...) {
+    resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
+  }
+
+  mg_response_header_start(conn, resp.status);
+  mg_response_header_add(conn, "Content-Type", resp.content_type.c_str(), -1);
+  const std::string len = std::to_string(resp.body.size());
+  mg_response_header_add(conn, "Content-Length", len.c_str(), -1);
+  for (const auto& [k, v] : resp.headers) mg_response_header_add(conn, k.c_str(), v.c_str(), -1);
+  mg_response_header_send(conn);
+  if (req.method != "HEAD" && !resp.body.empty()) mg_write(conn, resp.body.data(), resp.body.size());
+  return resp.status;
+}
+
+}  // namespace diskprobe::http

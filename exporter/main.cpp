@@ -1,0 +1,190 @@
+// diskprobe_exporter: flags, configuration, wiring, signals. Nothing else lives here.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+
+#include "collectors/collector.h"
+#include "config/config.h"
+#include "devices.h"
+#include "http/routes.h"
+#include "http/server.h"
+#include "scrape.h"
+#include "util/log.h"
+#include "version.h"
+
+namespace {
+
+using namespace diskprobe;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+config::LoadResult Load(const std::string& file) {
+  return file.empty() ? config::LoadDefault() : config::LoadFile(file);
+}
+
+void PrintErrors(const std::vector<config::Error>& errors) {
+  for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_file;
+  bool config_check = false;
+  std::vector<std::string> listen = {":29100"};
+  std::string telemetry_path = "/metrics";
+  int max_requests = 8;
+  collectors::Paths paths;
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+
+  CLI::App app{"diskprobe_exporter: Prometheus exporter for SD cards, eMMC and disks of Raspberry Pi fleets.",
+               "diskprobe_exporter"};
+  app.set_version_flag("--version", std::string("diskprobe_exporter ") + kVersion + " (revision " + kRevision + ")");
+  app.add_option("--config.file", config_file,
+                 "YAML configuration file, applied on top of the embedded defaults (config/default.yml). "
+                 "Without it the defaults alone are used. SIGHUP reloads it.");
+  app.add_flag("--config.check", config_check,
+               "Validate the configuration, print every error as file:line:col, exit 0 when valid, 1 when not.");
+  app.add_option("--web.listen-address", listen,
+                 "Addresses to listen on: :PORT, HOST:PORT; repeat the flag or separate with commas.")
+      ->capture_default_str()
+      ->delimiter(',');
+  app.add_option("--web.telemetry-path", telemetry_path, "Path under which metrics are exposed.")
+      ->capture_default_str()
+      ->check([](const std::string& p) { return !p.empty() && p[0] == '/' ? "" : "must start with /"; });
+  app.add_option("--web.max-requests", max_requests,
+                 "Maximum number of requests served at once (HTTP worker threads).")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--path.sysfs", paths.sysfs, "sysfs mount point.")->capture_default_str();
+  app.add_option("--path.procfs", paths.procfs, "procfs mount point.")->capture_default_str();
+  app.add_option("--path.rootfs", paths.rootfs, "Root filesystem of the host (when run in a container).")
+      ->capture_default_str();
+  app.add_option("--log.level", log_level, "Only log messages at or above this level: debug, info, warn, error.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
+  app.add_option("--log.format", log_format, "Log line format: logfmt or json.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"logfmt", "json"}));
+
+  const auto& all = collectors::AllCollectors();
+  std::deque<bool> enabled;
+  for (const auto& c : all) {
+    enabled.push_back(c.enabled_by_default);
+    app.add_flag("--collector." + c.name + ",!--no-collector." + c.name, enabled.back(),
+                 "Enable the " + c.name + " collector (" + c.help + ")" +
+                     (c.enabled_by_default ? "; default on" : "; default off"));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  log::Level level;
+  log::Format format;
+  log::ParseLevel(log_level, &level);
+  log::ParseFormat(log_format, &format);
+  log::Configure(level, format);
+
+  config::LoadResult loaded = Load(config_file);
+  if (config_check) {
+    if (loaded.config) {
+      std::printf("%s: configuration is valid\n", loaded.config->source.c_str());
+      return 0;
+    }
+    PrintErrors(loaded.errors);
+    return 1;
+  }
+  if (!loaded.config) {
+    PrintErrors(loaded.errors);
+    log::Error("invalid configuration, not starting",
+               {{"file", config_file}, {"errors", std::to_string(loaded.errors.size())}});
+    return 1;
+  }
+  std::shared_ptr<const config::Config> cfg = loaded.config;
+
+  std::vector<std::string> addresses = http::SplitAddresses(listen);
+  for (const auto& a : addresses) {
+    std::string err;
+    if (!http::ToListeningPort(a, &err)) {
+      std::fprintf(stderr, "%s\n", err.c_str());
+      return 1;
+    }
+  }
+
+  // Block the signals we handle in every thread created from here on; main waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  log::Info("starting diskprobe_exporter", {{"version", kVersion}, {"revision", kRevision}, {"config", cfg->source}});
+
+  DeviceRegistry devices(paths.sysfs, cfg->devices);
+  devices.Refresh();
+  devices.Start();
+
+  std::vector<std::unique_ptr<collectors::Collector>> active;
+  std::string active_names;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!enabled[i]) continue;
+    active.push_back(all[i].make());
+    active_names += (active_names.empty() ? "" : ",") + all[i].name;
+  }
+  log::Info("collectors enabled", {{"collectors", active_names}});
+  Scraper scraper(paths, &devices, std::move(active));
+  scraper.SetReloadResult(true, UnixNow());
+
+  std::atomic<bool> ready{false};
+  http::Server server;
+  std::string err;
+  if (!server.Start(addresses, max_requests, http::MakeExporterHandler(&scraper, &devices, telemetry_path, &ready),
+                    &err)) {
+    log::Error("cannot start HTTP server", {{"err", err}});
+    devices.Stop();
+    return 1;
+  }
+  std::string bound;
+  for (const auto& b : server.BoundAddresses()) bound += (bound.empty() ? "" : ",") + b;
+  log::Info("listening", {{"address", bound}, {"telemetry_path", telemetry_path}});
+  ready.store(true);
+
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      config::LoadResult r = Load(config_file);
+      if (r.config) {
+        cfg = r.config;
+        devices.Reconfigure(cfg->devices);
+        scraper.SetReloadResult(true, UnixNow());
+        log::Info("configuration reloaded", {{"config", cfg->source}});
+      } else {
+        scraper.SetReloadResult(false, 0);
+        for (const auto& e : r.errors) log::Error("configuration reload failed, keeping the running one",
+                                                  {{"err", e.ToString()}});
+      }
+      continue;
+    }
+    log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    break;
+  }
+  ready.store(false);
+  server.Stop();
+  devices.Stop();
+  log::Info("stopped");
+  return 0;
+}

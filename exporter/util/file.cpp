@@ -1,0 +1,61 @@
+#include "util/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+
+namespace diskprobe::util {
+
+FileContent ReadFile(const std::string& path, std::size_t max_bytes) {
+  FileContent out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.error = errno;
+    return out;
+  }
+  char buf[4096];
+  while (out.text.size() < max_bytes) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      out.error = errno;
+      break;
+    }
+    if (n == 0) break;
+    out.text.append(buf, static_cast<std::size_t>(n));
+  }
+  if (out.text.size() > max_bytes) out.text.resize(max_bytes);
+  ::close(fd);
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\v\f";
+  auto b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(kSpace);
+  return s.substr(b, e - b + 1);
+}
+
+std::optional<unsigned long long> ParseU64(std::string_view s) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  unsigned long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string JoinPath(std::string_view a, std::string_view b) {
+  std::string out(a);
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  if (out.empty()) return std::string(b);
+  if (out != "/") out += '/';
+  out += b;
+  return out;
+}
+
+}  // namespace diskprobe::util

@@ -1,0 +1,31 @@
+#pragma once
+// Small, allocation-light readers for sysfs/procfs/debugfs attribute files.
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace diskprobe::util {
+
+// Result of reading a whole file. `error` is 0 on success, else the errno of open/read
+// (ENOENT: the attribute does not exist on this kernel/device; EACCES/EPERM: no permission).
+struct FileContent {
+  std::string text;
+  int error = 0;
+  bool ok() const { return error == 0; }
+};
+
+// Reads a whole (small) file with open/read/close. Never throws for I/O errors; files larger
+// than `max_bytes` are truncated (sysfs attributes are at most one page, 4096 bytes).
+FileContent ReadFile(const std::string& path, std::size_t max_bytes = 65536);
+
+// Returns `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
+std::string_view Trim(std::string_view s);
+
+// Parses a decimal unsigned 64-bit integer that makes up all of `s` (after Trim).
+// Returns nullopt on empty input, sign, garbage or overflow.
+std::optional<unsigned long long> ParseU64(std::string_view s);
+
+// Joins path components with exactly one '/' between them.
+std::string JoinPath(std::string_view a, std::string_view b);
+
+}  // namespace diskprobe::util

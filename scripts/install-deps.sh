@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what diskprobe_exporter needs from Debian packages, and only what is missing.
+# Idempotent: a second run installs nothing. Runs as root, or through sudo.
+#   scripts/install-deps.sh build   # compiler, CMake, libraries
+#   scripts/install-deps.sh test    # build + GoogleTest, Prometheus/promtool, node_exporter (bench peer), curl
+set -euo pipefail
+
+build_pkgs=(g++ cmake ninja-build pkg-config make
+            prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
+            nlohmann-json3-dev)
+test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps)
+
+want=("${build_pkgs[@]}")
+case "${1:-build}" in
+  build) ;;
+  test) want+=("${test_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Debian's prometheus packages try to start their services; on machines without a running
+# init that fails the install, so forbid service starts for the duration of the install.
+policy=/usr/sbin/policy-rc.d
+made_policy=
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && made_policy=1
+fi
+trap '[ -n "$made_policy" ] && $SUDO rm -f "$policy"' EXIT
+$SUDO apt-get update -qq || true
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
