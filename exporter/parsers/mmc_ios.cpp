@@ -89,10 +89,11 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
         if (colon != std::string_view::npos) {
             const std::string_view key = trim(line.substr(0, colon));
             const std::string_view val = trim(line.substr(colon + 1));
+            // A malformed line never overwrites a value parsed earlier.
             if (key == "clock") {
-                if ((ios.clock_hz = parse_hz(val))) ok = true;
+                if (auto hz = parse_hz(val)) ios.clock_hz = hz, ok = true;
             } else if (key == "actual clock") {
-                if ((ios.actual_clock_hz = parse_hz(val))) ok = true;
+                if (auto hz = parse_hz(val)) ios.actual_clock_hz = hz, ok = true;
             } else if (auto ct = parse_code_text(val)) {
                 ok = true;
                 if (key == "vdd") {
