@@ -1,0 +1,192 @@
+// config/: the embedded default, loading files on top of it, and every kind of bad input with the
+// exact message an operator sees.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace diskprobe::config {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Fixture;
+using testing::ReadText;
+
+std::vector<std::string> Messages(const LoadResult& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.errors) out.push_back(e.ToString());
+  return out;
+}
+
+TEST(Config, EmbeddedDefaultIsConfigDefaultYml) {
+  // One source of truth: the binary embeds config/default.yml byte for byte.
+  EXPECT_EQ(std::string(kDefaultConfigYaml), ReadText(std::string(DISKPROBE_SOURCE_DIR) + "/config/default.yml"));
+}
+
+TEST(Config, DefaultValues) {
+  LoadResult r = LoadDefault();
+  ASSERT_TRUE(r.config) << ::testing::PrintToString(Messages(r));
+  const Config& c = *r.config;
+  EXPECT_EQ(c.source, kDefaultConfigName);
+  EXPECT_TRUE(c.devices.include.empty());
+  ASSERT_EQ(c.devices.exclude.size(), 2u);
+  EXPECT_EQ(c.devices.exclude[0].source, "ram[0-9]+");
+  EXPECT_EQ(c.devices.discovery_interval, 30s);
+  EXPECT_TRUE(c.devices.Selects("mmcblk0"));
+  EXPECT_TRUE(c.devices.Selects("loop3"));
+  EXPECT_FALSE(c.devices.Selects("zram0"));
+  EXPECT_FALSE(c.devices.Selects("ram15"));
+  EXPECT_TRUE(c.devices.Selects("ramdisk")) << "patterns are anchored: ram[0-9]+ does not match ramdisk";
+}
+
+TEST(Config, GoodFileOverridesOnlyWhatItNames) {
+  LoadResult r = LoadFile(Fixture("config/good.yml"));
+  ASSERT_TRUE(r.config) << ::testing::PrintToString(Messages(r));
+  EXPECT_EQ(r.config->devices.discovery_interval, 60s);
+  ASSERT_EQ(r.config->devices.include.size(), 2u);
+  EXPECT_EQ(r.config->devices.exclude.size(), 2u) << "exclude keeps its default";
+  EXPECT_TRUE(r.config->devices.Selects("mmcblk1"));
+  EXPECT_TRUE(r.config->devices.Selects("sdb"));
+  EXPECT_FALSE(r.config->devices.Selects("vda"));
+  EXPECT_FALSE(r.config->devices.Selects("sdb1x1"));
+}
+
+TEST(Config, EmptyFileIsTheDefault) {
+  LoadResult r = LoadString("", "empty.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->devices.discovery_interval, 30s);
+  LoadResult comments = LoadString("# nothing\n", "c.yml");
+  ASSERT_TRUE(comments.config);
+}
+
+TEST(Config, EveryBadInputReportedWithPosition) {
+  const std::string f = Fixture("config/bad-all.yml");
+  LoadResult r = LoadFile(f);
+  EXPECT_FALSE(r.config);
+  std::vector<std::string> got = Messages(r);
+  ASSERT_EQ(got.size(), 5u) << ::testing::PrintToString(got);
+  // In document order. The regex error's tail comes from libstdc++; assert position and our wording.
+  EXPECT_EQ(got[0].rfind(f + ":3:13: devices.include[0]: invalid regular expression \"mmcblk[0-9\": ", 0), 0u)
+      << got[0];
+  EXPECT_EQ(got[1], f + ":4:12: devices.exclude: must be a list of regular expressions, got a scalar");
+  EXPECT_EQ(got[2], f + ":5:23: devices.discovery_interval: invalid duration \"30\": want an integer and a unit "
+                        "(ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
+  EXPECT_EQ(got[3], f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, discovery_interval)");
+  EXPECT_EQ(got[4], f + ":7:1: probes: unknown key (known keys: devices)");
+}
+
+TEST(Config, WrongTypes) {
+  auto r = LoadString("devices: [1, 2]\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:1:10: devices: must be a mapping, got a list"});
+  r = LoadString("devices:\n  include: {a: 1}\n", "t.yml");
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"t.yml:2:12: devices.include: must be a list of regular expressions, got a mapping"});
+  r = LoadString("devices:\n  include: [[x]]\n", "t.yml");
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"t.yml:2:13: devices.include[0]: must be a regular expression string, got a list"});
+  r = LoadString("devices:\n  discovery_interval: [30s]\n", "t.yml");
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"t.yml:2:23: devices.discovery_interval: must be a duration, got a list"});
+  r = LoadString("- a\n- b\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:1:1: must be a mapping, got a list"});
+}
+
+TEST(Config, DurationBelowMinimum) {
+  auto r = LoadString("devices:\n  discovery_interval: 500ms\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             "t.yml:2:23: devices.discovery_interval: duration \"500ms\" is below the minimum of 1000ms"});
+}
+
+TEST(Config, DuplicateKey) {
+  auto r = LoadString("devices:\n  include: []\n  include: ['sda']\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:3:3: devices.include: duplicate key"});
+}
+
+TEST(Config, SyntaxError) {
+  auto r = LoadString("devices:\n  include: [a, b\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].file, "t.yml");
+  EXPECT_EQ(r.errors[0].line, 3);
+  EXPECT_EQ(r.errors[0].message.rfind("YAML syntax error: ", 0), 0u) << r.errors[0].message;
+}
+
+TEST(Config, UnreadableFile) {
+  auto r = LoadFile("/nonexistent/diskprobe.yml");
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"/nonexistent/diskprobe.yml:0:0: cannot read: No such file or directory"});
+}
+
+TEST(ParseDuration, Accepts) {
+  EXPECT_EQ(ParseDuration("30s"), 30s);
+  EXPECT_EQ(ParseDuration("5m"), 5min);
+  EXPECT_EQ(ParseDuration("500ms"), 500ms);
+  EXPECT_EQ(ParseDuration("1h30m"), 90min);
+  EXPECT_EQ(ParseDuration("1d"), 24h);
+  EXPECT_EQ(ParseDuration("2w"), 336h);
+  EXPECT_EQ(ParseDuration("1m500ms"), 60500ms);
+  EXPECT_EQ(ParseDuration("0s"), 0ms);
+}
+
+TEST(ParseDuration, Rejects) {
+  for (const char* s : {"", "30", "s", "30S", "1.5s", "-1s", "30 s", "1m1h", "1s1s", "5mm", "1y", "30sec",
+                        "99999999999999999999s", "9999999999999999w"}) {
+    EXPECT_FALSE(ParseDuration(s).has_value()) << s;
+  }
+}
+
+TEST(ParseSize, AcceptsAndRejects) {
+  EXPECT_EQ(ParseSize("4096"), 4096u);
+  EXPECT_EQ(ParseSize("512B"), 512u);
+  EXPECT_EQ(ParseSize("4KiB"), 4096u);
+  EXPECT_EQ(ParseSize("16MiB"), 16u << 20);
+  EXPECT_EQ(ParseSize("128MiB"), 128u << 20);
+  EXPECT_EQ(ParseSize("1GiB"), 1u << 30);
+  EXPECT_EQ(ParseSize("2TiB"), 2ull << 40);
+  EXPECT_EQ(ParseSize("4kB"), 4000u);
+  EXPECT_EQ(ParseSize("10MB"), 10000000u);
+  for (const char* s : {"", "KiB", "4 KiB", "4kib", "4KB", "4K", "1.5MiB", "-1", "4iB", "16777216TiB",
+                        "18446744073709551616"}) {
+    EXPECT_FALSE(ParseSize(s).has_value()) << s;
+  }
+}
+
+// The reader's size accessor, with the messages the probe settings will show.
+TEST(YamlReader, SizeErrors) {
+  std::vector<Error> errors;
+  YamlReader r("s.yml", &errors);
+  YAML::Node doc = YAML::Load("a: 16MiB\nb: 16MB\nc: 4KB\nd: 1KiB\ne: [1]\n");
+  std::uint64_t a = 0, b = 0, c = 7, d = 7, e = 7;
+  r.ReadSize(doc, "probe", "a", &a, 4096, 1ull << 30);
+  r.ReadSize(doc, "probe", "b", &b, 4096, 1ull << 30);
+  r.ReadSize(doc, "probe", "c", &c, 4096, 1ull << 30);
+  r.ReadSize(doc, "probe", "d", &d, 4096, 1ull << 30);
+  r.ReadSize(doc, "probe", "e", &e, 4096, 1ull << 30);
+  EXPECT_EQ(a, 16u << 20);
+  EXPECT_EQ(b, 16000000u);
+  EXPECT_EQ(c, 7u) << "left untouched on error";
+  EXPECT_EQ(d, 7u);
+  std::vector<std::string> got;
+  for (const auto& err : errors) got.push_back(err.ToString());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "s.yml:3:4: probe.c: invalid size \"4KB\": want bytes or an integer with B, KiB, MiB, GiB, TiB, "
+                     "kB, MB, GB or TB, e.g. 4KiB, 16MiB",
+                     "s.yml:4:4: probe.d: size \"1KiB\" is outside 4096..1073741824 bytes",
+                     "s.yml:5:4: probe.e: must be a size, got a list"}));
+}
+
+TEST(YamlReader, Bools) {
+  std::vector<Error> errors;
+  YamlReader r("b.yml", &errors);
+  YAML::Node doc = YAML::Load("x: true\ny: yes\n");
+  bool x = false, y = false;
+  r.ReadBool(doc, "", "x", &x);
+  r.ReadBool(doc, "", "y", &y);
+  EXPECT_TRUE(x);
+  EXPECT_FALSE(y);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].ToString(), "b.yml:2:4: y: must be true or false, got \"yes\"");
+}
+
+}  // namespace
+}  // namespace diskprobe::config
