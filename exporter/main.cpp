@@ -1,10 +1,16 @@
 // diskprobe_exporter: flags, configuration, wiring, signals. Nothing else lives here.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
 
@@ -20,6 +26,40 @@
 namespace {
 
 using namespace diskprobe;
+
+// Self-pipe: the handler may run on any thread (civetweb changes the signal mask of its worker
+// threads, so blocking signals before starting threads is not enough); it only writes the signal
+// number to a pipe that main reads.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void OnSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+bool InstallSignalHandlers() {
+  if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) return false;
+  struct sigaction sa {};
+  sa.sa_handler = &OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    if (sigaction(sig, &sa, nullptr) != 0) return false;
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}
+
+int WaitForSignal() {
+  unsigned char b = 0;
+  for (;;) {
+    ssize_t n = ::read(g_signal_pipe[0], &b, 1);
+    if (n == 1) return b;
+    if (n < 0 && errno == EINTR) continue;
+    return SIGTERM;  // the pipe broke: stop rather than spin
+  }
+}
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -122,14 +162,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Block the signals we handle in every thread created from here on; main waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  if (!InstallSignalHandlers()) {
+    log::Error("cannot install signal handlers", {{"err", std::strerror(errno)}});
+    return 1;
+  }
 
   log::Info("starting diskprobe_exporter", {{"version", kVersion}, {"revision", kRevision}, {"config", cfg->source}});
 
@@ -163,8 +199,7 @@ int main(int argc, char** argv) {
   ready.store(true);
 
   for (;;) {
-    int sig = 0;
-    if (sigwait(&signals, &sig) != 0) continue;
+    int sig = WaitForSignal();
     if (sig == SIGHUP) {
       config::LoadResult r = Load(config_file);
       if (r.config) {
@@ -183,8 +218,12 @@ int main(int argc, char** argv) {
     break;
   }
   ready.store(false);
-  server.Stop();
+  bool clean = server.Stop(std::chrono::milliseconds(1000));
   devices.Stop();
+  if (!clean) {
+    log::Warn("stopped; an idle HTTP connection was abandoned");
+    std::_Exit(0);  // civetweb threads still run: skip static destructors
+  }
   log::Info("stopped");
   return 0;
 }

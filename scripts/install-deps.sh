@@ -8,7 +8,7 @@ set -euo pipefail
 build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
             nlohmann-json3-dev)
-test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps)
+test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in

@@ -2,6 +2,7 @@
 // A small HTTP server on civetweb: every request goes to one Handler. civetweb's own document
 // serving, CGI and directory listing are not used (no document_root), so nothing on disk is ever
 // served.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,8 +55,10 @@ class Server {
   // Starts listening on every address (Prometheus syntax) with `threads` worker threads.
   // Returns false with *error (civetweb's reason, e.g. "cannot bind to 0.0.0.0:29100") on failure.
   bool Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error);
-  // Stops accepting, waits for running requests, joins civetweb's threads. Idempotent.
-  void Stop();
+  // Stops accepting, waits for running requests and joins civetweb's threads, for at most
+  // `timeout`. Returns false when civetweb had not finished by then (a client holding an idle
+  // connection): the caller should then exit the process without running destructors. Idempotent.
+  bool Stop(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
   // "ip:port" per listening socket, with the port the kernel chose for port 0.
   std::vector<std::string> BoundAddresses() const;
 

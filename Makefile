@@ -1,0 +1,44 @@
+# diskprobe_exporter: the two commands of the README, and a few more.
+#   make run    install what is missing, build, run the exporter on :29100 (no config file needed)
+#   make test   install what is missing, build, run every test (unit, end-to-end with a real Prometheus)
+# Extra arguments for the exporter: make run ARGS="--log.level=debug"
+
+BUILD    ?= build
+JOBS     ?= 2
+ARGS     ?=
+CMAKE_FLAGS ?=
+
+.PHONY: all deps deps-test configure build run test test-asan bench clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh build
+
+deps-test:
+	scripts/install-deps.sh test
+
+configure:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON $(CMAKE_FLAGS)
+
+build: deps configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	exec $(BUILD)/diskprobe_exporter $(ARGS)
+
+test: deps-test configure
+	cmake --build $(BUILD) -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure
+
+# The same tests on an AddressSanitizer + UndefinedBehaviorSanitizer build.
+test-asan:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DDISKPROBE_ASAN=ON -DDISKPROBE_UBSAN=ON"
+
+# Cost of a scrape, side by side with node_exporter (tests/bench/README.md).
+bench: deps-test configure
+	cmake --build $(BUILD) -j $(JOBS)
+	tests/bench/scrape_cost $(BUILD)/diskprobe_exporter
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# End-to-end: the real binary on a free local port, its /metrics against the kernel's own
+# /sys/block/<dev>/stat, promtool, a real Prometheus scraping it, SIGHUP reloads, clean SIGTERM.
+# Usage: exporter_e2e.sh <path to diskprobe_exporter>
+EXPORTER=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+cd "$E2E_WORK"
+
+for tool in curl promtool prometheus jq; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+
+cat >good.yml <<'YML'
+devices:
+  discovery_interval: 2s
+YML
+
+log "config check"
+check "--config.check accepts a valid file" "$EXPORTER" --config.check --config.file=good.yml
+printf 'devices:\n  discovery_interval: 30\n  bogus: 1\n' >bad.yml
+if "$EXPORTER" --config.check --config.file=bad.yml 2>check.err; then fail "--config.check rejects a bad file"; else
+  check "--config.check prints every error with file:line:col" \
+    grep -qx 'bad.yml:2:23: devices.discovery_interval: invalid duration "30": want an integer and a unit (ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m' check.err
+  check "--config.check prints the second error too" grep -q '^bad.yml:3:3: devices.bogus: unknown key' check.err
+fi
+if "$EXPORTER" --config.file=bad.yml --web.listen-address=127.0.0.1:0 2>start.err; then
+  fail "an invalid config at start-up exits 1"
+else
+  check "an invalid config at start-up exits 1 with the errors, nothing started" \
+    bash -c '[ "$(grep -c "^bad.yml:" start.err)" = 2 ] && ! grep -q "msg=listening" start.err'
+fi
+
+log "start the exporter with no config file"
+start_exporter
+log "exporter on $EXPORTER_ADDR (pid $EXPORTER_PID)"
+check "landing page names the exporter" bash -c "curl -sS http://$EXPORTER_ADDR/ | grep -q '<h1>diskprobe_exporter</h1>'"
+check "/-/healthy is 200" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/-/healthy) = 200 ]"
+check "/-/ready is 200" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/-/ready) = 200 ]"
+check "unknown path is 404" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/metricz) = 404 ]"
+
+scrape >m1.txt
+check "promtool check metrics reports nothing" bash -c 'out=$(promtool check metrics <m1.txt 2>&1); echo -n "$out"; [ -z "$out" ]'
+check "build info is exported" grep -q '^diskprobe_build_info{revision="[^"]*",version="[0-9.]*"} 1$' m1.txt
+
+# Every whole disk the default config selects, from sysfs itself.
+devices=()
+for d in /sys/block/*; do
+  n=$(basename "$d")
+  case $n in ram[0-9]*|zram[0-9]*) continue ;; esac
+  case $n in loop*) [ "$(cat "$d/size")" = 0 ] && continue ;; esac
+  devices+=("$n")
+done
+log "devices in sysfs: ${devices[*]}"
+check "at least one real disk" test ${#devices[@]} -gt 0
+
+# Counters equal the kernel's at the same moment: stat read before <= exported <= stat read after.
+fields=(diskprobe_block_reads_completed_total:1:1 diskprobe_block_reads_merged_total:2:1
+        diskprobe_block_read_bytes_total:3:512 diskprobe_block_writes_completed_total:5:1
+        diskprobe_block_writes_merged_total:6:1 diskprobe_block_written_bytes_total:7:512
+        diskprobe_block_io_time_seconds_total:10:0.001 diskprobe_block_read_time_seconds_total:4:0.001
+        diskprobe_block_write_time_seconds_total:8:0.001 diskprobe_block_io_time_weighted_seconds_total:11:0.001)
+for dev in "${devices[@]}"; do
+  before=$(cat "/sys/block/$dev/stat"); scrape >cmp.txt; after=$(cat "/sys/block/$dev/stat")
+  nf=$(echo "$before" | wc -w)
+  for spec in "${fields[@]}"; do
+    IFS=: read -r fam idx scale <<<"$spec"
+    lo=$(echo "$before" | awk -v i="$idx" -v s="$scale" '{ printf "%.0f", $i * s * 1000 }')
+    hi=$(echo "$after" | awk -v i="$idx" -v s="$scale" '{ printf "%.0f", $i * s * 1000 }')
+    got=$(awk -v f="$fam" -v d="device=\"$dev\"" '$1 ~ "^"f"\\{" && index($1, d) { printf "%.0f", $2 * 1000; exit }' cmp.txt)
+    if [ -z "$got" ] || [ "$got" -lt "$lo" ] || [ "$got" -gt "$hi" ]; then
+      fail "$dev $fam: exported $got/1000 not within kernel [$lo, $hi]/1000"
+    fi
+  done
+  if [ "$nf" -ge 17 ]; then
+    check "$dev: 17-field kernel exports flush counters" grep -q "^diskprobe_block_flushes_completed_total{device=\"$dev\"}" cmp.txt
+  else
+    check "$dev: no flush series on a $nf-field kernel" bash -c "! grep -q '^diskprobe_block_flushes_completed_total{device=\"$dev\"}' cmp.txt"
+  fi
+  size=$(( $(cat "/sys/block/$dev/size") * 512 ))
+  got_size=$(sample_value diskprobe_block_size_bytes "$dev" <cmp.txt)
+  check "$dev: size_bytes $got_size = sysfs size x 512 = $size" test "$got_size" = "$size"
+done
+ok "counters of ${devices[*]} equal /sys/block/<dev>/stat read at the same moment (x units)"
+
+# Counters increase after I/O: write and fdatasync 4 MiB next to the work directory.
+sum_written() { awk '$1 ~ /^diskprobe_block_written_bytes_total\{/ { s += $2 } END { printf "%.0f\n", s }'; }
+w1=$(scrape | sum_written)
+dd if=/dev/urandom of="$E2E_WORK/io.bin" bs=1M count=4 conv=fdatasync status=none
+w2=$(scrape | sum_written)
+check "written bytes increase after a 4 MiB synced write ($w1 -> $w2)" test "$w2" -ge $((w1 + 4 * 1048576))
+
+log "real Prometheus scrapes the exporter"
+PROM_PORT=$(free_port)
+cat >prometheus.yml <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: diskprobe
+    static_configs:
+      - targets: ['$EXPORTER_ADDR']
+YML
+prometheus --config.file=prometheus.yml --storage.tsdb.path="$E2E_WORK/tsdb" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >prometheus.log 2>&1 &
+E2E_PIDS+=($!)
+query() { curl -sS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
+up=""; series=0
+for i in $(seq 1 60); do
+  up=$(query 'up{job="diskprobe"}' 2>/dev/null | jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true)
+  series=$(query 'diskprobe_block_read_bytes_total' 2>/dev/null | jq -r '.data.result | length' 2>/dev/null || echo 0)
+  [ "$up" = 1 ] && [ "${series:-0}" -gt 0 ] && break
+  sleep 1
+done
+check "Prometheus: up{job=\"diskprobe\"} == 1 (got '$up')" test "$up" = 1
+check "Prometheus: diskprobe_block_read_bytes_total has $series series" test "${series:-0}" -gt 0
+
+log "SIGHUP reloads"
+"$EXPORTER" --version >/dev/null
+start_exporter_with_config() { cp good.yml live.yml; start_exporter --config.file=live.yml; }
+kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+start_exporter_with_config
+printf 'devices:\n  include: ["mmcblk[0-9"]\n' >live.yml
+kill -HUP "$EXPORTER_PID"
+for i in $(seq 1 50); do scrape >hup.txt && grep -q '^diskprobe_config_last_reload_successful 0$' hup.txt && break; sleep 0.1; done
+check "a broken file on SIGHUP: reload metric flips to 0" grep -q '^diskprobe_config_last_reload_successful 0$' hup.txt
+check "  ... and the exporter keeps serving the old device set" grep -q '^diskprobe_block_read_bytes_total{' hup.txt
+check "  ... and logs the error with file:line:col" grep -q 'live.yml:2:13: devices.include\[0\]: invalid regular expression' "$E2E_WORK/exporter.log"
+ts_before=$(grep '^diskprobe_config_last_reload_success_timestamp_seconds' hup.txt | awk '{print $2}')
+sleep 1.1
+printf 'devices:\n  include: ["nomatch[0-9]+"]\n' >live.yml
+kill -HUP "$EXPORTER_PID"
+for i in $(seq 1 50); do scrape >hup2.txt && grep -q '^diskprobe_config_last_reload_successful 1$' hup2.txt && break; sleep 0.1; done
+check "a good file on SIGHUP: reload metric back to 1" grep -q '^diskprobe_config_last_reload_successful 1$' hup2.txt
+check "  ... and the new device filter applies (no device matches)" bash -c "! grep -q '^diskprobe_block_read_bytes_total{' hup2.txt"
+ts_after=$(grep '^diskprobe_config_last_reload_success_timestamp_seconds' hup2.txt | awk '{print $2}')
+check "  ... and the success timestamp moved ($ts_before -> $ts_after)" awk -v a="$ts_before" -v b="$ts_after" 'BEGIN { exit !(b > a) }'
+
+log "SIGTERM stops within 2 s"
+start_ns=$(date +%s%N)
+kill -TERM "$EXPORTER_PID"
+rc=0; wait "$EXPORTER_PID" || rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+check "SIGTERM: exit code 0 (got $rc) after ${elapsed_ms} ms" test "$rc" = 0
+check "SIGTERM: stopped within 2000 ms" test "$elapsed_ms" -lt 2000
+
+# The same with a client that opened a connection and sends nothing (civetweb's worker waits in
+# read() and checks its stop flag only every ~2 s).
+start_exporter
+port=${EXPORTER_ADDR##*:}
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+sleep 0.2
+start_ns=$(date +%s%N)
+kill -TERM "$EXPORTER_PID"
+rc=0; wait "$EXPORTER_PID" || rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+exec 7>&-
+check "SIGTERM with an idle client connection: exit 0 (got $rc) within 2000 ms (took ${elapsed_ms} ms)" \
+  bash -c "[ $rc = 0 ] && [ $elapsed_ms -lt 2000 ]"
+
+# docs/metrics.md lists every family the exporter serves.
+docs=$SRC/docs/metrics.md
+if [ -f "$docs" ]; then
+  missing=$(grep -h '^# TYPE ' m1.txt cmp.txt | awk '{print $3}' | sort -u | while read -r fam; do
+    grep -q "\`$fam\`" "$docs" || echo "$fam"; done)
+  check "docs/metrics.md documents every served family${missing:+ (missing: $missing)}" test -z "$missing"
+else
+  fail "docs/metrics.md is missing"
+fi
+
+if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all end-to-end checks passed"
