@@ -1,6 +1,8 @@
 #include "config/config.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "util/file.h"
 
@@ -48,6 +50,8 @@ bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std:
     err.message = e.msg;
     errors->push_back(std::move(err));
   }
+  std::stable_sort(errors->begin() + static_cast<std::ptrdiff_t>(before), errors->end(),
+                   [](const Error& a, const Error& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });
   return errors->size() == before;
 }
 
