@@ -1,10 +1,8 @@
 #include "scrape.h"
 
-#include <prometheus/text_serializer.h>
-
 #include <chrono>
-#include <sstream>
 
+#include "exposition.h"
 #include "version.h"
 
 namespace diskprobe {
@@ -62,9 +60,11 @@ std::string Scraper::Render() {
                         "Unix time of the last successful configuration load.", MetricType::Gauge);
   AddSample(rts, {}, reload_success_ts_.load());
 
-  std::ostringstream os;
-  prometheus::TextSerializer().Serialize(os, families);
-  return std::move(os).str();
+  std::string out;
+  out.reserve(last_size_ + last_size_ / 8);
+  WriteExposition(families, &out);
+  last_size_ = out.size();
+  return out;
 }
 
 }  // namespace diskprobe

@@ -35,6 +35,7 @@ class Scraper {
   std::mutex mu_;
   std::atomic<bool> reload_ok_{true};
   std::atomic<double> reload_success_ts_{0};
+  std::size_t last_size_ = 4096;  // size of the previous exposition, to reserve the buffer once
 };
 
 }  // namespace diskprobe

@@ -14,17 +14,21 @@ using prometheus::MetricType;
 using parsers::BlockStat;
 using parsers::kSectorBytes;
 
-constexpr double kMs = 1e-3;
+// Milliseconds to seconds by division, not by * 1e-3: division is correctly rounded, so 60730 ms
+// is written as 60.73 and not 60.730000000000004.
+double Seconds(std::uint64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+using Facts = BlockStatCollector::Facts;
 
 struct DeviceData {
   const Device* dev;
   BlockStat stat;
-  std::optional<unsigned long long> size_sectors, ro, removable, rotational, logical_bs, physical_bs;
-  std::string scheduler, model, vendor, serial, revision;
+  std::optional<unsigned long long> size_sectors, ro;
+  const Facts* facts;
 };
 
 std::optional<unsigned long long> ReadU64(const std::string& path) {
-  util::FileContent f = util::ReadFile(path, 256);
+  util::FileContent f = util::ReadAttribute(path);
   if (!f.ok()) return std::nullopt;
   return util::ParseU64(f.text);
 }
@@ -32,7 +36,7 @@ std::optional<unsigned long long> ReadU64(const std::string& path) {
 // First readable, non-empty attribute among `names` (relative to `dir`), trimmed.
 std::string ReadFirst(const std::string& dir, std::initializer_list<const char*> names) {
   for (const char* n : names) {
-    util::FileContent f = util::ReadFile(dir + "/" + n, 512);
+    util::FileContent f = util::ReadAttribute(dir + "/" + n);
     if (!f.ok()) continue;
     std::string_view v = util::Trim(f.text);
     if (!v.empty()) return std::string(v);
@@ -62,9 +66,34 @@ void Family(Families* out, const std::vector<DeviceData>& data, const char* name
   }
 }
 
+Facts ReadFacts(const Device& dev, std::optional<unsigned long long> size) {
+  const std::string& dir = dev.sysfs_path;
+  Facts f;
+  f.major = dev.major;
+  f.minor = dev.minor;
+  f.size_sectors = size;
+  f.removable = ReadU64(dir + "/removable");
+  f.rotational = ReadU64(dir + "/queue/rotational");
+  f.logical_bs = ReadU64(dir + "/queue/logical_block_size");
+  f.physical_bs = ReadU64(dir + "/queue/physical_block_size");
+  util::FileContent sched = util::ReadAttribute(dir + "/queue/scheduler");
+  if (sched.ok()) f.scheduler = ActiveScheduler(sched.text);
+  // mmc cards name their product in device/name; SCSI/NVMe/virtio use device/model.
+  f.model = ReadFirst(dir, {"device/model", "device/name"});
+  f.vendor = ReadFirst(dir, {"device/vendor"});
+  f.serial = ReadFirst(dir, {"device/serial", "serial"});
+  f.revision = ReadFirst(dir, {"device/rev", "device/fwrev", "device/firmware_rev"});
+  f.read_at = std::chrono::steady_clock::now();
+  return f;
+}
+
 std::optional<double> Opt(const std::optional<std::uint64_t>& v, double scale = 1) {
   if (!v) return std::nullopt;
   return static_cast<double>(*v) * scale;
+}
+std::optional<double> OptSeconds(const std::optional<std::uint64_t>& v) {
+  if (!v) return std::nullopt;
+  return Seconds(*v);
 }
 std::optional<double> OptU(const std::optional<unsigned long long>& v, double scale = 1) {
   if (!v) return std::nullopt;
@@ -77,9 +106,10 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
   std::vector<DeviceData> data;
   data.reserve(ctx.devices.size());
   std::string failure;
+  const auto now = std::chrono::steady_clock::now();
   for (const Device& dev : ctx.devices) {
     const std::string& dir = dev.sysfs_path;
-    util::FileContent statf = util::ReadFile(dir + "/stat", 1024);
+    util::FileContent statf = util::ReadAttribute(dir + "/stat");
     if (!statf.ok()) {
       if (statf.error != ENOENT && statf.error != ENODEV && failure.empty())
         failure = dir + "/stat: " + std::strerror(statf.error);
@@ -90,21 +120,20 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
       if (failure.empty()) failure = dir + "/stat: unrecognised format";
       continue;
     }
-    DeviceData d{&dev, *stat, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
-    d.size_sectors = ReadU64(dir + "/size");
-    d.ro = ReadU64(dir + "/ro");
-    d.removable = ReadU64(dir + "/removable");
-    d.rotational = ReadU64(dir + "/queue/rotational");
-    d.logical_bs = ReadU64(dir + "/queue/logical_block_size");
-    d.physical_bs = ReadU64(dir + "/queue/physical_block_size");
-    util::FileContent sched = util::ReadFile(dir + "/queue/scheduler", 512);
-    if (sched.ok()) d.scheduler = ActiveScheduler(sched.text);
-    // mmc cards name their product in device/name; SCSI/NVMe/virtio use device/model.
-    d.model = ReadFirst(dir, {"device/model", "device/name"});
-    d.vendor = ReadFirst(dir, {"device/vendor"});
-    d.serial = ReadFirst(dir, {"device/serial", "serial"});
-    d.revision = ReadFirst(dir, {"device/rev", "device/fwrev", "device/firmware_rev"});
-    data.push_back(std::move(d));
+    DeviceData d{&dev, *stat, ReadU64(dir + "/size"), ReadU64(dir + "/ro"), nullptr};
+    auto it = facts_.find(dev.name);
+    if (it == facts_.end() || it->second.major != dev.major || it->second.minor != dev.minor ||
+        it->second.size_sectors != d.size_sectors || now - it->second.read_at > kFactsMaxAge) {
+      it = facts_.insert_or_assign(dev.name, ReadFacts(dev, d.size_sectors)).first;
+    }
+    d.facts = &it->second;
+    data.push_back(d);
+  }
+  // Forget devices that are gone, so a device that comes back is read afresh.
+  for (auto it = facts_.begin(); it != facts_.end();) {
+    bool present = false;
+    for (const auto& d : data) present = present || d.dev->name == it->first;
+    it = present ? std::next(it) : facts_.erase(it);
   }
 
   using MT = MetricType;
@@ -115,7 +144,7 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
   Family(out, data, "diskprobe_block_read_bytes_total", "Bytes read: 512-byte sectors read (stat field 3) x 512.",
          MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_sectors) * kSectorBytes); });
   Family(out, data, "diskprobe_block_read_time_seconds_total", "Time spent on read requests (stat field 4).",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_ticks_ms) * kMs); });
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.read_ticks_ms)); });
   Family(out, data, "diskprobe_block_writes_completed_total", "Write requests completed (stat field 5).", MT::Counter,
          [](const DeviceData& d) { return std::optional<double>(d.stat.write_ios); });
   Family(out, data, "diskprobe_block_writes_merged_total", "Adjacent write requests merged (stat field 6).",
@@ -124,15 +153,15 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
          "Bytes written: 512-byte sectors written (stat field 7) x 512.", MT::Counter,
          [](const DeviceData& d) { return std::optional<double>(double(d.stat.write_sectors) * kSectorBytes); });
   Family(out, data, "diskprobe_block_write_time_seconds_total", "Time spent on write requests (stat field 8).",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.write_ticks_ms) * kMs); });
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.write_ticks_ms)); });
   Family(out, data, "diskprobe_block_io_now", "Requests in flight now (stat field 9).", MT::Gauge,
          [](const DeviceData& d) { return std::optional<double>(d.stat.in_flight); });
   Family(out, data, "diskprobe_block_io_time_seconds_total",
          "Time the device had requests in flight, io_ticks (stat field 10); its rate is utilisation.", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(double(d.stat.io_ticks_ms) * kMs); });
+         [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.io_ticks_ms)); });
   Family(out, data, "diskprobe_block_io_time_weighted_seconds_total",
          "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue size.",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.time_in_queue_ms) * kMs); });
+         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.time_in_queue_ms)); });
   Family(out, data, "diskprobe_block_discards_completed_total", "Discard requests completed (stat field 12, kernel 4.18+).",
          MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_ios); });
   Family(out, data, "diskprobe_block_discards_merged_total", "Adjacent discard requests merged (stat field 13, kernel 4.18+).",
@@ -141,26 +170,26 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
          "Bytes discarded: 512-byte sectors discarded (stat field 14, kernel 4.18+) x 512.", MT::Counter,
          [](const DeviceData& d) { return Opt(d.stat.discard_sectors, kSectorBytes); });
   Family(out, data, "diskprobe_block_discard_time_seconds_total", "Time spent on discard requests (stat field 15, kernel 4.18+).",
-         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_ticks_ms, kMs); });
+         MT::Counter, [](const DeviceData& d) { return OptSeconds(d.stat.discard_ticks_ms); });
   Family(out, data, "diskprobe_block_flushes_completed_total", "Flush requests completed (stat field 16, kernel 5.5+).",
          MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ios); });
   Family(out, data, "diskprobe_block_flush_time_seconds_total", "Time spent on flush requests (stat field 17, kernel 5.5+).",
-         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ticks_ms, kMs); });
+         MT::Counter, [](const DeviceData& d) { return OptSeconds(d.stat.flush_ticks_ms); });
 
   Family(out, data, "diskprobe_block_size_bytes", "Size of the device: sysfs size (512-byte sectors) x 512.", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.size_sectors, kSectorBytes); });
   Family(out, data, "diskprobe_block_read_only", "1 when the block device is read-only (sysfs ro).", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.ro); });
   Family(out, data, "diskprobe_block_removable", "1 when the device has removable media (sysfs removable).", MT::Gauge,
-         [](const DeviceData& d) { return OptU(d.removable); });
+         [](const DeviceData& d) { return OptU(d.facts->removable); });
   Family(out, data, "diskprobe_block_rotational", "1 for a rotational (spinning) device (sysfs queue/rotational).",
-         MT::Gauge, [](const DeviceData& d) { return OptU(d.rotational); });
+         MT::Gauge, [](const DeviceData& d) { return OptU(d.facts->rotational); });
   Family(out, data, "diskprobe_block_logical_block_size_bytes",
          "Smallest unit the device can address (sysfs queue/logical_block_size).", MT::Gauge,
-         [](const DeviceData& d) { return OptU(d.logical_bs); });
+         [](const DeviceData& d) { return OptU(d.facts->logical_bs); });
   Family(out, data, "diskprobe_block_physical_block_size_bytes",
          "Smallest unit the device writes without read-modify-write (sysfs queue/physical_block_size).", MT::Gauge,
-         [](const DeviceData& d) { return OptU(d.physical_bs); });
+         [](const DeviceData& d) { return OptU(d.facts->physical_bs); });
 
   if (!data.empty()) {
     auto& info = AddFamily(out, "diskprobe_block_info",
@@ -171,11 +200,11 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
                 {{"device", d.dev->name},
                  {"major", std::to_string(d.dev->major)},
                  {"minor", std::to_string(d.dev->minor)},
-                 {"model", d.model},
-                 {"revision", d.revision},
-                 {"scheduler", d.scheduler},
-                 {"serial", d.serial},
-                 {"vendor", d.vendor}},
+                 {"model", d.facts->model},
+                 {"revision", d.facts->revision},
+                 {"scheduler", d.facts->scheduler},
+                 {"serial", d.facts->serial},
+                 {"vendor", d.facts->vendor}},
                 1);
     }
   }

@@ -6,19 +6,38 @@
 //   <sysfs>/block/<dev>/{size,ro,removable}       size in 512-byte sectors, flags
 //   <sysfs>/block/<dev>/queue/{rotational,logical_block_size,physical_block_size,scheduler}
 //   <sysfs>/block/<dev>/device/{model,name,vendor,rev,fwrev,firmware_rev,serial}, <dev>/serial
+// stat, size and ro are read at every scrape. The device's other facts (identity, queue
+// geometry, scheduler) change only with the medium or an administrator, so they are cached per
+// device and re-read when the device number or size changes, or after kFactsMaxAge.
 // A file that is missing gives an absent series. A device whose `stat` vanished between discovery
 // and the scrape (unplugged) is skipped silently; any other unreadable `stat` fails the collector.
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+
 #include "collectors/collector.h"
 
 namespace diskprobe::collectors {
 
 class BlockStatCollector : public Collector {
  public:
+  static constexpr std::chrono::seconds kFactsMaxAge{60};
+
   std::string_view Name() const override { return "block_stat"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
 
+  // Slowly changing facts of one device, read from sysfs (absent attribute: nullopt / "").
+  struct Facts {
+    unsigned major = 0, minor = 0;
+    std::optional<unsigned long long> size_sectors;  // size when the facts were read
+    std::optional<unsigned long long> removable, rotational, logical_bs, physical_bs;
+    std::string scheduler, model, vendor, serial, revision;
+    std::chrono::steady_clock::time_point read_at;
+  };
+
  private:
   ErrorState errors_{"block_stat"};
+  std::unordered_map<std::string, Facts> facts_;  // by device name; scrapes are serialised
 };
 
 }  // namespace diskprobe::collectors

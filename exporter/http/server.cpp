@@ -114,7 +114,8 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
   const char* options[] = {"listening_ports", ports.c_str(),
                            "num_threads", nthreads.c_str(),
                            "request_timeout_ms", "30000",
-                           "enable_keep_alive", "no",
+                           "enable_keep_alive", "yes",
+                           "tcp_nodelay", "1",
                            nullptr};
   mg_callbacks callbacks{};
   callbacks.begin_request = &Server::BeginRequest;

@@ -31,6 +31,24 @@ FileContent ReadFile(const std::string& path, std::size_t max_bytes) {
   return out;
 }
 
+FileContent ReadAttribute(const std::string& path) {
+  FileContent out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.error = errno;
+    return out;
+  }
+  char buf[4096];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) out.error = errno;
+  else out.text.assign(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
 std::string_view Trim(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\r\v\f";
   auto b = s.find_first_not_of(kSpace);

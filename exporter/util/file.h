@@ -18,6 +18,11 @@ struct FileContent {
 // than `max_bytes` are truncated (sysfs attributes are at most one page, 4096 bytes).
 FileContent ReadFile(const std::string& path, std::size_t max_bytes = 65536);
 
+// Reads a sysfs/procfs attribute with a single read(2) of at most 4096 bytes (open, read, close:
+// three system calls). sysfs returns a whole attribute, at most one page, in the first read
+// (Documentation/filesystems/sysfs.rst), so no second read for EOF is needed.
+FileContent ReadAttribute(const std::string& path);
+
 // Returns `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
 std::string_view Trim(std::string_view s);
 

@@ -3,13 +3,14 @@
 #include "collectors/block_stat.h"
 
 #include <gtest/gtest.h>
-#include <prometheus/text_serializer.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "config/config.h"
 #include "devices.h"
+#include "exposition.h"
 #include "test_util.h"
 
 namespace diskprobe::collectors {
@@ -18,9 +19,9 @@ namespace {
 using testing::Fixture;
 
 std::string Render(const Families& f) {
-  std::ostringstream os;
-  prometheus::TextSerializer().Serialize(os, f);
-  return os.str();
+  std::string out;
+  WriteExposition(f, &out);
+  return out;
 }
 
 std::vector<std::string> Names(const DeviceList& l) {
@@ -122,6 +123,40 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   Families out;
   EXPECT_FALSE(c.Collect(ScrapeContext{paths, devices}, &out));
   EXPECT_TRUE(out.empty());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace diskprobe::collectors
+
+namespace diskprobe::collectors {
+namespace {
+
+// The slowly changing facts are cached, and re-read when the medium changes (size differs).
+TEST(BlockStatCollector, FactsCachedUntilTheMediumChanges) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("diskprobe-facts-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "block");
+  fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk0", fs::copy_options::recursive);
+  auto write = [&](const char* rel, const char* text) { std::ofstream(dir / "block/mmcblk0" / rel) << text; };
+  DeviceList devices = {Device{"mmcblk0", (dir / "block/mmcblk0").string(), 179, 0}};
+  Paths paths{dir.string(), "", ""};
+  BlockStatCollector c;
+  auto model = [&]() {
+    Families out;
+    EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
+    for (const auto& f : out)
+      if (f.name == "diskprobe_block_info")
+        for (const auto& l : f.metric.at(0).label)
+          if (l.name == "model") return l.value;
+    return std::string("<none>");
+  };
+  EXPECT_EQ(model(), "SD64G");
+  write("device/name", "SD32G\n");
+  EXPECT_EQ(model(), "SD64G") << "same medium: facts come from the cache";
+  write("size", "60751872\n");
+  EXPECT_EQ(model(), "SD32G") << "a new size means a new medium: facts are read again";
   fs::remove_all(dir);
 }
 

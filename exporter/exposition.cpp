@@ -1,0 +1,132 @@
+#include "exposition.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace diskprobe {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricType;
+
+void AppendHelp(std::string_view s, std::string* out) {
+  for (char c : s) {
+    if (c == '\\') *out += "\\\\";
+    else if (c == '\n') *out += "\\n";
+    else *out += c;
+  }
+}
+
+void AppendLabelValue(std::string_view s, std::string* out) {
+  for (char c : s) {
+    if (c == '\\') *out += "\\\\";
+    else if (c == '"') *out += "\\\"";
+    else if (c == '\n') *out += "\\n";
+    else *out += c;
+  }
+}
+
+// name{l1="v1",...[,extra_name="extra_value"]} value\n
+void AppendSample(std::string_view name, std::string_view suffix, const std::vector<ClientMetric::Label>& labels,
+                  const char* extra_name, double extra_value, double value, std::string* out) {
+  *out += name;
+  *out += suffix;
+  if (!labels.empty() || extra_name != nullptr) {
+    *out += '{';
+    bool first = true;
+    for (const auto& l : labels) {
+      if (!first) *out += ',';
+      first = false;
+      *out += l.name;
+      *out += "=\"";
+      AppendLabelValue(l.value, out);
+      *out += '"';
+    }
+    if (extra_name != nullptr) {
+      if (!first) *out += ',';
+      *out += extra_name;
+      *out += "=\"";
+      AppendValue(extra_value, out);
+      *out += '"';
+    }
+    *out += '}';
+  }
+  *out += ' ';
+  AppendValue(value, out);
+  *out += '\n';
+}
+
+const char* TypeName(MetricType t) {
+  switch (t) {
+    case MetricType::Counter: return "counter";
+    case MetricType::Gauge: return "gauge";
+    case MetricType::Histogram: return "histogram";
+    case MetricType::Summary: return "summary";
+    default: return "untyped";
+  }
+}
+
+}  // namespace
+
+void AppendValue(double v, std::string* out) {
+  if (std::isnan(v)) {
+    *out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    *out += v > 0 ? "+Inf" : "-Inf";
+    return;
+  }
+  char buf[32];
+  std::to_chars_result r;
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) {  // 2^53: every integer exact
+    r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
+  } else {
+    r = std::to_chars(buf, buf + sizeof buf, v);
+  }
+  out->append(buf, r.ptr);
+}
+
+void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string* out) {
+  for (const auto& f : families) {
+    if (f.metric.empty()) continue;
+    *out += "# HELP ";
+    *out += f.name;
+    *out += ' ';
+    AppendHelp(f.help, out);
+    *out += "\n# TYPE ";
+    *out += f.name;
+    *out += ' ';
+    *out += TypeName(f.type);
+    *out += '\n';
+    for (const auto& m : f.metric) {
+      switch (f.type) {
+        case MetricType::Counter: AppendSample(f.name, "", m.label, nullptr, 0, m.counter.value, out); break;
+        case MetricType::Gauge: AppendSample(f.name, "", m.label, nullptr, 0, m.gauge.value, out); break;
+        case MetricType::Histogram: {
+          const auto& h = m.histogram;
+          bool has_inf = false;
+          for (const auto& b : h.bucket) {
+            has_inf = has_inf || std::isinf(b.upper_bound);
+            AppendSample(f.name, "_bucket", m.label, "le", b.upper_bound, static_cast<double>(b.cumulative_count), out);
+          }
+          if (!has_inf)
+            AppendSample(f.name, "_bucket", m.label, "le", INFINITY, static_cast<double>(h.sample_count), out);
+          AppendSample(f.name, "_sum", m.label, nullptr, 0, h.sample_sum, out);
+          AppendSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(h.sample_count), out);
+          break;
+        }
+        case MetricType::Summary: {
+          const auto& s = m.summary;
+          for (const auto& q : s.quantile) AppendSample(f.name, "", m.label, "quantile", q.quantile, q.value, out);
+          AppendSample(f.name, "_sum", m.label, nullptr, 0, s.sample_sum, out);
+          AppendSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(s.sample_count), out);
+          break;
+        }
+        default: AppendSample(f.name, "", m.label, nullptr, 0, m.untyped.value, out); break;
+      }
+    }
+  }
+}
+
+}  // namespace diskprobe

@@ -1,0 +1,26 @@
+#pragma once
+// Prometheus text exposition format 0.0.4 writer for prometheus-cpp's MetricFamily.
+//
+// Source of truth: https://prometheus.io/docs/instrumenting/exposition_formats/ (text format).
+// Why not prometheus::TextSerializer: it formats through std::ostream and printf("%.*g"), which
+// was half of a scrape's CPU (tests/bench/scrape_cost), and it does not escape HELP text
+// (prometheus-cpp 1.0.1). This writer appends to one string, formats numbers with
+// std::to_chars (shortest text that reads back to the same double; integers below 2^53 as
+// integers), and escapes HELP (\\ and \n) and label values (\\, \" and \n) as the format requires.
+#include <prometheus/metric_family.h>
+
+#include <string>
+#include <vector>
+
+namespace diskprobe {
+
+// Appends the exposition of `families` to *out, in order. Families without samples are skipped
+// (no lone HELP/TYPE lines). Counter, gauge, untyped and histogram are supported; a histogram
+// whose last bucket is not +Inf gets one with the sample count.
+void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string* out);
+
+// Appends a sample value as the text format writes it: "+Inf", "-Inf", "NaN", an integer, or
+// the shortest round-trip decimal/exponent form.
+void AppendValue(double v, std::string* out);
+
+}  // namespace diskprobe
