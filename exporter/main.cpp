@@ -19,6 +19,7 @@
 #include "devices.h"
 #include "http/routes.h"
 #include "http/server.h"
+#include "scheduler.h"
 #include "scrape.h"
 #include "util/log.h"
 #include "version.h"
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
   app.add_option("--path.procfs", paths.procfs, "procfs mount point.")->capture_default_str();
   app.add_option("--path.rootfs", paths.rootfs, "Root filesystem of the host (when run in a container).")
       ->capture_default_str();
+  app.add_option("--path.debugfs", paths.debugfs, "debugfs mount point (mmc_ios; readable by root only).")
+      ->capture_default_str();
+  app.add_option("--path.bootconfig", paths.bootconfig,
+                 "The firmware's config.txt (boot_config). Default: <rootfs>/boot/firmware/config.txt, "
+                 "then <rootfs>/boot/config.txt.");
   app.add_option("--log.level", log_level, "Only log messages at or above this level: debug, info, warn, error.")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
@@ -181,7 +187,9 @@ int main(int argc, char** argv) {
     active_names += (active_names.empty() ? "" : ",") + all[i].name;
   }
   log::Info("collectors enabled", {{"collectors", active_names}});
-  Scraper scraper(paths, &devices, std::move(active));
+  ProbeManager probes(paths.sysfs, "/dev", &devices);
+  probes.Start(cfg);
+  Scraper scraper(paths, &devices, std::move(active), &probes);
   scraper.SetReloadResult(true, UnixNow());
 
   std::atomic<bool> ready{false};
@@ -205,6 +213,7 @@ int main(int argc, char** argv) {
       if (r.config) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
+        probes.Reconfigure(cfg);
         scraper.SetReloadResult(true, UnixNow());
         log::Info("configuration reloaded", {{"config", cfg->source}});
       } else {
@@ -218,10 +227,13 @@ int main(int argc, char** argv) {
     break;
   }
   ready.store(false);
-  bool clean = server.Stop(std::chrono::milliseconds(1000));
+  // Neither a client holding a connection nor a card stuck in an operation may delay the exit
+  // beyond 2 s: each gets a bounded wait, then the process leaves without joining them.
+  bool clean = server.Stop(std::chrono::milliseconds(800));
+  clean = probes.Stop(std::chrono::milliseconds(500)) && clean;
   devices.Stop();
   if (!clean) {
-    log::Warn("stopped; an idle HTTP connection was abandoned");
+    log::Warn("stopped; abandoned a stuck probe operation or an idle HTTP connection");
     std::_Exit(0);  // civetweb threads still run: skip static destructors
   }
   log::Info("stopped");

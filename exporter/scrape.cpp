@@ -13,8 +13,8 @@ using collectors::Families;
 using prometheus::MetricType;
 
 Scraper::Scraper(collectors::Paths paths, DeviceRegistry* devices,
-                 std::vector<std::unique_ptr<collectors::Collector>> collectors)
-    : paths_(std::move(paths)), devices_(devices), collectors_(std::move(collectors)) {}
+                 std::vector<std::unique_ptr<collectors::Collector>> collectors, const ProbeManager* probes)
+    : paths_(std::move(paths)), devices_(devices), probes_(probes), collectors_(std::move(collectors)) {}
 
 void Scraper::SetReloadResult(bool ok, double unix_seconds) {
   reload_ok_.store(ok);
@@ -24,7 +24,7 @@ void Scraper::SetReloadResult(bool ok, double unix_seconds) {
 std::string Scraper::Render() {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const DeviceList> devices = devices_->Snapshot();
-  collectors::ScrapeContext ctx{paths_, *devices};
+  collectors::ScrapeContext ctx{paths_, *devices, probes_};
 
   Families families;
   families.reserve(64);

@@ -14,10 +14,13 @@
 
 namespace diskprobe {
 
+class ProbeManager;
+
 class Scraper {
  public:
+  // `probes` may be null (probes disabled, tests).
   Scraper(collectors::Paths paths, DeviceRegistry* devices,
-          std::vector<std::unique_ptr<collectors::Collector>> collectors);
+          std::vector<std::unique_ptr<collectors::Collector>> collectors, const ProbeManager* probes = nullptr);
 
   // Renders the whole exposition. Thread-safe; never throws.
   std::string Render();
@@ -31,6 +34,7 @@ class Scraper {
  private:
   collectors::Paths paths_;
   DeviceRegistry* devices_;
+  const ProbeManager* probes_;
   std::vector<std::unique_ptr<collectors::Collector>> collectors_;
   std::mutex mu_;
   std::atomic<bool> reload_ok_{true};

@@ -12,6 +12,10 @@
 
 #include "devices.h"
 
+namespace diskprobe {
+class ProbeManager;
+}
+
 namespace diskprobe::collectors {
 
 // Where the host's pseudo-filesystems are (node_exporter's --path.* flags), so every collector
@@ -20,11 +24,16 @@ struct Paths {
   std::string sysfs = "/sys";
   std::string procfs = "/proc";
   std::string rootfs = "/";
+  std::string debugfs = "/sys/kernel/debug";  // mmc_ios: <debugfs>/mmcN/ios (root only)
+  // boot_config: the firmware's config.txt; empty = <rootfs>/boot/firmware/config.txt, then
+  // <rootfs>/boot/config.txt.
+  std::string bootconfig = "";
 };
 
 struct ScrapeContext {
   const Paths& paths;
-  const DeviceList& devices;  // whole disks selected by the config, sorted by name
+  const DeviceList& devices;           // whole disks selected by the config, sorted by name
+  const ProbeManager* probes = nullptr;  // the probe scheduler, when probes run
 };
 
 using Families = std::vector<prometheus::MetricFamily>;

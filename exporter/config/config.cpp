@@ -11,10 +11,105 @@ namespace {
 
 using std::chrono::milliseconds;
 
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKind kind, YamlReader& r,
+                        ProbeSettings* s) {
+  const bool seq = kind == ProbeKind::kSeqRead || kind == ProbeKind::kSeqWrite;
+  if (seq) {
+    if (!r.CheckMap(node, path, {"enabled", "interval", "size", "request_size"})) return;
+  } else {
+    if (!r.CheckMap(node, path, {"enabled", "interval", "ops", "block_size"})) return;
+  }
+  r.ReadBool(node, path, "enabled", &s->enabled);
+  r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000));
+  if (seq) {
+    r.ReadSize(node, path, "size", &s->size, 4096, kGiB);
+    r.ReadSize(node, path, "request_size", &s->request_size, 4096, 64 * kMiB);
+  } else {
+    std::uint64_t ops = s->ops;
+    r.ReadUint(node, path, "ops", &ops, 1, 4096);
+    s->ops = static_cast<std::uint32_t>(ops);
+    r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
+  }
+}
+
+void ApplyProbeSet(const YAML::Node& node, const std::string& path, YamlReader& r, ProbeSet* set) {
+  if (!r.CheckMap(node, path, {"randread", "seqread", "write", "fsync", "seqwrite"})) return;
+  if (!node.IsDefined() || node.IsNull()) return;
+  for (int i = 0; i < kProbeKinds; ++i) {
+    auto kind = static_cast<ProbeKind>(i);
+    std::string name(ProbeKindName(kind));
+    const YAML::Node sub = node[name];
+    if (sub.IsDefined()) ApplyProbeSettings(sub, YamlReader::Join(path, name), kind, r, &(*set)[kind]);
+  }
+}
+
+void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
+  const std::string path = "probes";
+  if (!r.CheckMap(node, path, {"enabled", "state_directory", "write_directories", "probe_file_size", "io_priority",
+                               "busy_threshold", "busy_window", "jitter", "op_deadline", "write_budget_per_day",
+                               "free_space_floor", "free_space_floor_ratio", "defaults", "devices"}))
+    return;
+  if (!node.IsDefined() || node.IsNull()) return;
+  r.ReadBool(node, path, "enabled", &p->enabled);
+  r.ReadString(node, path, "state_directory", &p->state_directory);
+  if (p->state_directory.empty() || p->state_directory[0] != '/')
+    r.Fail(node["state_directory"].IsDefined() ? node["state_directory"] : node, path + ".state_directory",
+           "must be an absolute path");
+  r.ReadStrings(node, path, "write_directories", &p->write_directories);
+  for (const auto& d : p->write_directories)
+    if (d.empty() || d[0] != '/') r.Fail(node["write_directories"], path + ".write_directories", "\"" + d + "\" is not an absolute path");
+  r.ReadSize(node, path, "probe_file_size", &p->probe_file_size, kMiB, 1 * kGiB);
+  std::string prio;
+  r.ReadString(node, path, "io_priority", &prio);
+  if (!prio.empty()) {
+    if (prio == "idle") p->io_priority = IoPriority::kIdle;
+    else if (prio == "best-effort") p->io_priority = IoPriority::kBestEffort;
+    else if (prio == "none") p->io_priority = IoPriority::kNone;
+    else r.Fail(node["io_priority"], path + ".io_priority", "must be idle, best-effort or none, got \"" + prio + "\"");
+  }
+  r.ReadRatio(node, path, "busy_threshold", &p->busy_threshold);
+  r.ReadDuration(node, path, "busy_window", &p->busy_window, milliseconds(100));
+  r.ReadRatio(node, path, "jitter", &p->jitter);
+  r.ReadDuration(node, path, "op_deadline", &p->op_deadline, milliseconds(10));
+  r.ReadSize(node, path, "write_budget_per_day", &p->write_budget_per_day, 0, 1024 * kGiB);
+  r.ReadSize(node, path, "free_space_floor", &p->free_space_floor, 0, 1024 * kGiB);
+  r.ReadRatio(node, path, "free_space_floor_ratio", &p->free_space_floor_ratio);
+  ApplyProbeSet(node["defaults"], path + ".defaults", r, &p->defaults);
+  const YAML::Node devices = node["devices"];
+  if (devices.IsDefined() && !devices.IsNull()) {
+    if (!devices.IsMap()) {
+      r.Fail(devices, path + ".devices", "must be a mapping from a device-name pattern to probe settings");
+    } else {
+      // Overrides start from the (possibly changed) defaults of this same file.
+      std::vector<std::pair<Pattern, ProbeSet>> list;
+      for (auto it = devices.begin(); it != devices.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        const std::string sub = path + ".devices." + key;
+        Pattern pat;
+        pat.source = key;
+        try {
+          pat.re = std::regex(key, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+          r.Fail(it->first, sub, "invalid regular expression \"" + key + "\": " + e.what());
+          continue;
+        }
+        ProbeSet set = p->defaults;
+        ApplyProbeSet(it->second, sub, r, &set);
+        list.emplace_back(std::move(pat), set);
+      }
+      p->devices = std::move(list);
+    }
+  }
+}
+
 // Applies the document `root` onto *cfg, recording problems in `reader`.
 void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
-  if (!r.CheckMap(root, "", {"devices"})) return;
+  if (!r.CheckMap(root, "", {"devices", "probes"})) return;
   if (!root.IsDefined() || root.IsNull()) return;
+  if (root["probes"].IsDefined()) ApplyProbes(root["probes"], r, &cfg->probes);
   const YAML::Node devices = root["devices"];
   if (r.CheckMap(devices, "devices", {"include", "exclude", "discovery_interval"})) {
     r.ReadPatterns(devices, "devices", "include", &cfg->devices.include);
@@ -56,6 +151,28 @@ bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std:
 }
 
 }  // namespace
+
+std::string_view ProbeKindName(ProbeKind k) {
+  switch (k) {
+    case ProbeKind::kRandRead: return "randread";
+    case ProbeKind::kSeqRead: return "seqread";
+    case ProbeKind::kWrite: return "write";
+    case ProbeKind::kFsync: return "fsync";
+    case ProbeKind::kSeqWrite: return "seqwrite";
+  }
+  return "unknown";
+}
+
+const ProbeSet& ProbesConfig::For(std::string_view device) const {
+  for (const auto& [pat, set] : devices)
+    if (pat.FullMatch(device)) return set;
+  return defaults;
+}
+
+std::vector<std::string> ProbesConfig::WriteDirectories() const {
+  if (write_directories.empty()) return {state_directory};
+  return write_directories;
+}
 
 bool DevicesConfig::Selects(std::string_view name) const {
   bool included = include.empty();

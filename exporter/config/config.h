@@ -2,6 +2,7 @@
 // The exporter's configuration: config/default.yml (embedded in the binary) with an optional
 // file applied on top. See config/default.yml for the meaning and default of every key.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,9 +25,57 @@ struct DevicesConfig {
   bool Selects(std::string_view name) const;
 };
 
+// One probe kind's settings (see config/default.yml, probes.defaults).
+struct ProbeSettings {
+  bool enabled = false;
+  std::chrono::milliseconds interval{0};
+  std::uint32_t ops = 0;            // randread, write, fsync: operations per run
+  std::uint64_t block_size = 0;     // bytes per operation (randread, write, fsync)
+  std::uint64_t size = 0;           // seqread, seqwrite: bytes per run
+  std::uint64_t request_size = 0;   // seqread, seqwrite: bytes per request
+};
+
+// The kinds, in the order they are exported.
+enum class ProbeKind { kRandRead = 0, kSeqRead, kWrite, kFsync, kSeqWrite };
+inline constexpr int kProbeKinds = 5;
+std::string_view ProbeKindName(ProbeKind k);  // "randread", "seqread", "write", "fsync", "seqwrite"
+inline bool IsWriteProbe(ProbeKind k) { return k == ProbeKind::kWrite || k == ProbeKind::kFsync || k == ProbeKind::kSeqWrite; }
+
+struct ProbeSet {
+  ProbeSettings kinds[kProbeKinds];
+  ProbeSettings& operator[](ProbeKind k) { return kinds[static_cast<int>(k)]; }
+  const ProbeSettings& operator[](ProbeKind k) const { return kinds[static_cast<int>(k)]; }
+};
+
+enum class IoPriority { kNone, kBestEffort, kIdle };
+
+struct ProbesConfig {
+  bool enabled = false;
+  std::string state_directory;
+  std::vector<std::string> write_directories;  // empty: {state_directory}
+  std::uint64_t probe_file_size = 0;
+  IoPriority io_priority = IoPriority::kIdle;
+  double busy_threshold = 0;                   // io_ticks utilisation ratio 0..1
+  std::chrono::milliseconds busy_window{0};
+  double jitter = 0;                           // +- fraction of each interval
+  std::chrono::milliseconds op_deadline{0};
+  std::uint64_t write_budget_per_day = 0;      // bytes per device per UTC day
+  std::uint64_t free_space_floor = 0;          // bytes; the floor is the smaller of this and
+  double free_space_floor_ratio = 0;           // this fraction of the filesystem
+  ProbeSet defaults;
+  // Per-device overrides, first match wins: a kernel-name pattern and the set it yields.
+  std::vector<std::pair<Pattern, ProbeSet>> devices;
+
+  // The probe set for a device: the first matching override, else the defaults.
+  const ProbeSet& For(std::string_view device) const;
+  // Directories the write probes use.
+  std::vector<std::string> WriteDirectories() const;
+};
+
 struct Config {
   std::string source;  // file the config came from, or kDefaultConfigName
   DevicesConfig devices;
+  ProbesConfig probes;
 };
 
 struct LoadResult {

@@ -198,6 +198,57 @@ void YamlReader::ReadString(const YAML::Node& map, const std::string& path, cons
   if (v.IsDefined()) *out = v.Scalar();
 }
 
+void YamlReader::ReadUint(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out,
+                          std::uint64_t min, std::uint64_t max) {
+  YAML::Node v = Scalar(map, path, key, "an integer");
+  if (!v.IsDefined()) return;
+  std::uint64_t n;
+  if (!ToU64(v.Scalar(), &n) || n < min || n > max) {
+    Fail(v, Join(path, key), "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                                 ", got \"" + v.Scalar() + "\"");
+    return;
+  }
+  *out = n;
+}
+
+void YamlReader::ReadRatio(const YAML::Node& map, const std::string& path, const char* key, double* out) {
+  YAML::Node v = Scalar(map, path, key, "a number from 0 to 1");
+  if (!v.IsDefined()) return;
+  const std::string& s = v.Scalar();
+  double d = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (ec != std::errc() || p != s.data() + s.size() || !(d >= 0 && d <= 1)) {
+    Fail(v, Join(path, key), "must be a number from 0 to 1 (a fraction: 0.5 = 50 %), got \"" + s + "\"");
+    return;
+  }
+  *out = d;
+}
+
+void YamlReader::ReadStrings(const YAML::Node& map, const std::string& path, const char* key,
+                             std::vector<std::string>* out) {
+  if (!map.IsDefined() || !map.IsMap()) return;
+  YAML::Node v = map[key];
+  if (!v.IsDefined()) return;
+  const std::string p = Join(path, key);
+  if (v.IsNull()) {
+    out->clear();
+    return;
+  }
+  if (!v.IsSequence()) {
+    Fail(v, p, std::string("must be a list of strings, got ") + TypeName(v));
+    return;
+  }
+  std::vector<std::string> result;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].IsScalar()) {
+      Fail(v[i], p + "[" + std::to_string(i) + "]", std::string("must be a string, got ") + TypeName(v[i]));
+      return;
+    }
+    result.push_back(v[i].Scalar());
+  }
+  *out = std::move(result);
+}
+
 void YamlReader::ReadPatterns(const YAML::Node& map, const std::string& path, const char* key,
                               std::vector<Pattern>* out) {
   if (!map.IsDefined() || !map.IsMap()) return;

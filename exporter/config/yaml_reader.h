@@ -57,6 +57,13 @@ class YamlReader {
                 std::uint64_t min, std::uint64_t max);
   void ReadBool(const YAML::Node& map, const std::string& path, const char* key, bool* out);
   void ReadString(const YAML::Node& map, const std::string& path, const char* key, std::string* out);
+  // A decimal integer from min to max inclusive.
+  void ReadUint(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out,
+                std::uint64_t min, std::uint64_t max);
+  // A number from 0 to 1 inclusive (a fraction, e.g. 0.5 = 50 %).
+  void ReadRatio(const YAML::Node& map, const std::string& path, const char* key, double* out);
+  // A list of strings.
+  void ReadStrings(const YAML::Node& map, const std::string& path, const char* key, std::vector<std::string>* out);
   void ReadPatterns(const YAML::Node& map, const std::string& path, const char* key, std::vector<Pattern>* out);
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message);

@@ -62,7 +62,10 @@ TEST(DiscoverDevices, MissingSysfs) {
 TEST(BlockStatCollector, GoldenOnFixture) {
   auto cfg = config::LoadDefault().config;
   DeviceList devices = DiscoverDevices(Fixture("sys"), cfg->devices, nullptr);
-  Paths paths{Fixture("sys"), Fixture("proc"), Fixture("root")};
+  Paths paths;
+  paths.sysfs = Fixture("sys");
+  paths.procfs = Fixture("proc");
+  paths.rootfs = Fixture("root");
   BlockStatCollector c;
   Families out;
   EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
@@ -72,7 +75,8 @@ TEST(BlockStatCollector, GoldenOnFixture) {
 TEST(BlockStatCollector, UnitsAndAbsentFields) {
   auto cfg = config::LoadDefault().config;
   DeviceList devices = DiscoverDevices(Fixture("sys"), cfg->devices, nullptr);
-  Paths paths{Fixture("sys"), "", ""};
+  Paths paths;
+  paths.sysfs = Fixture("sys");
   BlockStatCollector c;
   Families out;
   ASSERT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
@@ -105,7 +109,8 @@ TEST(BlockStatCollector, UnitsAndAbsentFields) {
 
 TEST(BlockStatCollector, VanishedDeviceIsSkippedNotAnError) {
   DeviceList devices = {Device{"sdz", Fixture("sys") + "/block/sdz", 8, 400}};
-  Paths paths{Fixture("sys"), "", ""};
+  Paths paths;
+  paths.sysfs = Fixture("sys");
   BlockStatCollector c;
   Families out;
   EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
@@ -118,7 +123,8 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   fs::path dir = fs::temp_directory_path() / ("diskprobe-test-" + std::to_string(::getpid()));
   fs::create_directories(dir / "block/sdq/stat");
   DeviceList devices = {Device{"sdq", (dir / "block/sdq").string(), 8, 0}};
-  Paths paths{dir.string(), "", ""};
+  Paths paths;
+  paths.sysfs = dir.string();
   BlockStatCollector c;
   Families out;
   EXPECT_FALSE(c.Collect(ScrapeContext{paths, devices}, &out));
@@ -141,7 +147,8 @@ TEST(BlockStatCollector, FactsCachedUntilTheMediumChanges) {
   fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk0", fs::copy_options::recursive);
   auto write = [&](const char* rel, const char* text) { std::ofstream(dir / "block/mmcblk0" / rel) << text; };
   DeviceList devices = {Device{"mmcblk0", (dir / "block/mmcblk0").string(), 179, 0}};
-  Paths paths{dir.string(), "", ""};
+  Paths paths;
+  paths.sysfs = dir.string();
   BlockStatCollector c;
   auto model = [&]() {
     Families out;

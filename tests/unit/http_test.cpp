@@ -35,11 +35,17 @@ TEST(SplitAddresses, CommasAndRepeats) {
 
 TEST(HtmlEscape, Escapes) { EXPECT_EQ(HtmlEscape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"); }
 
+collectors::Paths SysfsOnly(const std::string& sysfs) {
+  collectors::Paths p;
+  p.sysfs = sysfs;
+  return p;
+}
+
 class Routes : public ::testing::Test {
  protected:
   Routes()
       : devices_(testing::Fixture("sys"), config::LoadDefault().config->devices),
-        scraper_({testing::Fixture("sys"), "", ""}, &devices_, {}) {
+        scraper_(SysfsOnly(testing::Fixture("sys")), &devices_, {}) {
     devices_.Refresh();
     handler_ = MakeExporterHandler(&scraper_, &devices_, "/probe-metrics", &ready_);
   }

@@ -1,0 +1,90 @@
+#pragma once
+// The write probes' probe file: the only thing the exporter ever writes.
+//
+// Safety rules (issue 3): the directory must be a real directory (not a symlink, not a device);
+// the file is created exclusively (O_CREAT|O_EXCL), mode 0600, opened with O_NOFOLLOW, checked to
+// be a regular file with one link, owned by us, and to carry our header; a file that is not ours
+// is never overwritten. Free space must stay above a floor.
+//
+// Layout: block 0 is a header (magic, geometry, the write budget's day and bytes used that day,
+// so the budget survives restarts); blocks 1..N-1 are data blocks. Every data block written starts
+// with a block header (magic, offset, sequence) followed by fresh random bytes.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "probes/io.h"
+
+namespace diskprobe::probes {
+
+inline constexpr const char* kProbeFileName = "diskprobe_exporter.probe";
+inline constexpr std::size_t kProbeBlock = 4096;
+
+struct ProbeFileHeader {
+  std::uint64_t file_size = 0;
+  std::uint64_t budget_day = 0;   // UTC days since 1970-01-01
+  std::uint64_t budget_used = 0;  // bytes written by the probes into this file that day
+  std::uint64_t sequence = 0;     // data blocks written so far
+};
+
+struct ProbeFileOptions {
+  std::string directory;
+  bool create_directory = false;   // create it (0700) when missing: the state directory only
+  std::uint64_t size = 16 << 20;
+  std::uint64_t free_space_floor = 256ull << 20;
+  double free_space_floor_ratio = 0.05;
+  std::string sysfs = "/sys";      // to resolve the directory's disk
+};
+
+// Free space below which write probes do not start: the smaller of floor and ratio x total.
+std::uint64_t FreeSpaceFloor(std::uint64_t total_bytes, std::uint64_t floor, double ratio);
+
+// Resolves a filesystem's st_dev to the whole disk that holds it through
+// <sysfs>/dev/block/MAJ:MIN (a partition's parent directory is its disk). Returns "" when the
+// device has no block device (tmpfs, overlayfs upper layer on an anonymous device, NFS).
+std::string DiskOfDev(const std::string& sysfs, dev_t dev);
+
+class ProbeFile {
+ public:
+  // Opens <directory>/diskprobe_exporter.probe, creating and filling it when missing. On failure
+  // returns null with *error set to a sentence for the log ("... is a symlink; refusing") and
+  // *err_no to the errno behind it (EINVAL for a policy refusal). *bytes_written gets what the
+  // creation wrote (count it against the budget).
+  static std::unique_ptr<ProbeFile> Open(const ProbeFileOptions& opt, std::string* error, int* err_no,
+                                         std::uint64_t* bytes_written);
+
+  const std::string& path() const { return path_; }
+  const std::string& disk() const { return disk_; }        // "" when unresolvable
+  bool direct_io() const { return direct_; }
+  int io_fd() const { return io_fd_.get(); }                // O_DIRECT|O_DSYNC (or O_DSYNC fallback)
+  int sync_fd() const { return sync_fd_.get(); }            // buffered, for write + fdatasync
+  std::uint64_t data_blocks() const { return header_.file_size / kProbeBlock - 1; }
+  ProbeFileHeader& header() { return header_; }
+
+  // Free bytes on the filesystem and the floor they must stay above; false when statvfs fails.
+  bool FreeSpace(std::uint64_t* avail, std::uint64_t* floor) const;
+
+  // Fills `buf` (kProbeBlock bytes, aligned) as data block `index` with the next sequence number.
+  void StampBlock(unsigned char* buf, std::uint64_t index);
+
+  // Writes the header block (O_DSYNC). Returns 0 or errno; the caller counts kProbeBlock bytes.
+  int SaveHeader(unsigned char* aligned_block);
+
+ private:
+  ProbeFile() = default;
+  std::string path_, disk_;
+  Fd dir_fd_, io_fd_, sync_fd_;
+  bool direct_ = true;
+  ProbeFileHeader header_;
+  std::uint64_t free_floor_ = 0;
+  double free_ratio_ = 0;
+  std::uint64_t rng_state_ = 0;
+};
+
+// Encodes / decodes block 0. Decode returns false when the block is not a diskprobe header.
+void EncodeHeader(const ProbeFileHeader& h, unsigned char* block);
+bool DecodeHeader(const unsigned char* block, ProbeFileHeader* h);
+
+}  // namespace diskprobe::probes
