@@ -190,3 +190,90 @@ TEST(YamlReader, Bools) {
 
 }  // namespace
 }  // namespace diskprobe::config
+
+namespace diskprobe::config {
+namespace {
+
+TEST(ProbesConfig, Defaults) {
+  auto r = LoadDefault();
+  ASSERT_TRUE(r.config);
+  const ProbesConfig& p = r.config->probes;
+  EXPECT_TRUE(p.enabled);
+  EXPECT_EQ(p.state_directory, "/var/lib/diskprobe_exporter");
+  EXPECT_EQ(p.WriteDirectories(), std::vector<std::string>{"/var/lib/diskprobe_exporter"});
+  EXPECT_EQ(p.probe_file_size, 16u << 20);
+  EXPECT_EQ(p.io_priority, IoPriority::kIdle);
+  EXPECT_DOUBLE_EQ(p.busy_threshold, 0.5);
+  EXPECT_EQ(p.op_deadline, std::chrono::seconds(10));
+  EXPECT_EQ(p.write_budget_per_day, 128u << 20);
+  const ProbeSet& d = p.defaults;
+  EXPECT_TRUE(d[ProbeKind::kRandRead].enabled);
+  EXPECT_EQ(d[ProbeKind::kRandRead].ops, 16u);
+  EXPECT_EQ(d[ProbeKind::kRandRead].block_size, 4096u);
+  EXPECT_EQ(d[ProbeKind::kSeqRead].size, 8u << 20);
+  EXPECT_EQ(d[ProbeKind::kSeqRead].request_size, 1u << 20);
+  EXPECT_EQ(d[ProbeKind::kWrite].ops, 8u);
+  EXPECT_EQ(d[ProbeKind::kFsync].ops, 4u);
+  EXPECT_FALSE(d[ProbeKind::kSeqWrite].enabled);
+}
+
+TEST(ProbesConfig, DefaultDailyWritesStayFarUnderTheBudget) {
+  // The arithmetic config/default.yml documents: per run, ops x block + one 4 KiB header.
+  auto r = LoadDefault();
+  const ProbesConfig& p = r.config->probes;
+  double per_day = 0;
+  for (ProbeKind k : {ProbeKind::kWrite, ProbeKind::kFsync, ProbeKind::kSeqWrite}) {
+    const ProbeSettings& s = p.defaults[k];
+    if (!s.enabled) continue;
+    double runs = 86400000.0 / static_cast<double>(s.interval.count());
+    double bytes = k == ProbeKind::kSeqWrite ? double(s.size) : double(s.ops) * double(s.block_size);
+    per_day += runs * (bytes + 4096);
+  }
+  EXPECT_NEAR(per_day / (1 << 20), 15.75, 0.01);
+  EXPECT_LT(per_day + double(p.probe_file_size), double(p.write_budget_per_day) / 4) << "room to spare";
+}
+
+TEST(ProbesConfig, OverridesPerDevice) {
+  auto r = LoadString(
+      "probes:\n"
+      "  defaults:\n"
+      "    randread: {interval: 2m}\n"
+      "  devices:\n"
+      "    'mmcblk[0-9]+': {randread: {interval: 30s}, seqread: {enabled: false}}\n",
+      "o.yml");
+  ASSERT_TRUE(r.config) << ::testing::PrintToString(Messages(r));
+  const ProbesConfig& p = r.config->probes;
+  EXPECT_EQ(p.For("mmcblk0")[ProbeKind::kRandRead].interval, std::chrono::seconds(30));
+  EXPECT_FALSE(p.For("mmcblk0")[ProbeKind::kSeqRead].enabled);
+  EXPECT_EQ(p.For("mmcblk0")[ProbeKind::kRandRead].ops, 16u) << "unnamed settings come from the defaults";
+  EXPECT_EQ(p.For("sda")[ProbeKind::kRandRead].interval, std::chrono::minutes(2));
+  EXPECT_TRUE(p.For("sda")[ProbeKind::kSeqRead].enabled);
+}
+
+TEST(ProbesConfig, BadValues) {
+  auto r = LoadString(
+      "probes:\n"
+      "  state_directory: relative/dir\n"
+      "  io_priority: realtime\n"
+      "  busy_threshold: 50\n"
+      "  write_budget_per_day: 128M\n"
+      "  defaults:\n"
+      "    randread: {ops: 0, block_size: 4KiB, size: 8MiB}\n"
+      "  devices:\n"
+      "    'mmc[': {}\n",
+      "p.yml");
+  EXPECT_FALSE(r.config);
+  auto got = Messages(r);
+  ASSERT_EQ(got.size(), 7u) << ::testing::PrintToString(got);
+  EXPECT_EQ(got[0], "p.yml:2:20: probes.state_directory: must be an absolute path");
+  EXPECT_EQ(got[1], "p.yml:3:16: probes.io_priority: must be idle, best-effort or none, got \"realtime\"");
+  EXPECT_EQ(got[2], "p.yml:4:19: probes.busy_threshold: must be a number from 0 to 1 (a fraction: 0.5 = 50 %), got \"50\"");
+  EXPECT_EQ(got[3], "p.yml:5:25: probes.write_budget_per_day: invalid size \"128M\": want bytes or an integer with B, KiB, "
+                    "MiB, GiB, TiB, kB, MB, GB or TB, e.g. 4KiB, 16MiB");
+  EXPECT_EQ(got[4], "p.yml:7:21: probes.defaults.randread.ops: must be an integer from 1 to 4096, got \"0\"");
+  EXPECT_EQ(got[5], "p.yml:7:42: probes.defaults.randread.size: unknown key (known keys: enabled, interval, ops, block_size)");
+  EXPECT_EQ(got[6].rfind("p.yml:9:5: probes.devices.mmc[: invalid regular expression \"mmc[\": ", 0), 0u) << got[6];
+}
+
+}  // namespace
+}  // namespace diskprobe::config
