@@ -1,5 +1,9 @@
 #include "collectors/block_stat.h"
+#include "collectors/board.h"
+#include "collectors/boot_config.h"
 #include "collectors/collector.h"
+#include "collectors/mmc_card.h"
+#include "collectors/mmc_ios.h"
 
 namespace diskprobe::collectors {
 
@@ -7,6 +11,14 @@ const std::vector<CollectorInfo>& AllCollectors() {
   static const std::vector<CollectorInfo> kAll = {
       {"block_stat", "I/O counters and device facts from /sys/block/<dev>", true,
        [] { return std::make_unique<BlockStatCollector>(); }},
+      {"mmc_ios", "SD/MMC bus clock, width, timing and voltage from debugfs mmcN/ios", true,
+       [] { return std::make_unique<MmcIosCollector>(); }},
+      {"mmc_card", "SD card and eMMC identity, class and wear from /sys/block/mmcblkN/device", true,
+       [] { return std::make_unique<MmcCardCollector>(); }},
+      {"boot_config", "SD settings of the Raspberry Pi firmware's config.txt", true,
+       [] { return std::make_unique<BootConfigCollector>(); }},
+      {"board", "Raspberry Pi board model and firmware throttling flags", true,
+       [] { return std::make_unique<BoardCollector>(); }},
   };
   return kAll;
 }

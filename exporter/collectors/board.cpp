@@ -1,0 +1,119 @@
+#include "collectors/board.h"
+
+#include <cstring>
+
+#include "collectors/sysfs_dir.h"
+#include "parsers/throttled.h"
+#include "util/file.h"
+
+namespace diskprobe::collectors {
+namespace {
+
+using prometheus::MetricType;
+constexpr std::chrono::seconds kLookupInterval{60};
+
+bool Exists(const std::string& path) { return util::ReadAttribute(path).error != ENOENT; }
+
+std::string FindThrottled(const std::string& sysfs) {
+  std::string p = util::JoinPath(sysfs, "devices/platform/soc/soc:firmware/get_throttled");
+  if (Exists(p)) return p;
+  const std::string drv = util::JoinPath(sysfs, "bus/platform/drivers/raspberrypi-firmware");
+  for (const std::string& e : ListDir(drv)) {
+    p = drv + "/" + e + "/get_throttled";
+    if (Exists(p)) return p;
+  }
+  return {};
+}
+
+std::string FindHwmonAlarm(const std::string& sysfs) {
+  const std::string cls = util::JoinPath(sysfs, "class/hwmon");
+  for (const std::string& e : ListDir(cls)) {
+    util::FileContent name = util::ReadAttribute(cls + "/" + e + "/name");
+    if (name.ok() && util::Trim(name.text) == "rpi_volt") return cls + "/" + e + "/in0_lcrit_alarm";
+  }
+  return {};
+}
+
+void Flag(Families* out, const char* name, const char* help, bool v) {
+  AddSample(AddFamily(out, name, help, MetricType::Gauge), {}, v ? 1 : 0);
+}
+
+}  // namespace
+
+std::optional<parsers::BoardModel> ReadBoardModel(const Paths& paths) {
+  for (const std::string& p : {util::JoinPath(paths.sysfs, "firmware/devicetree/base/model"),
+                               util::JoinPath(paths.procfs, "device-tree/model")}) {
+    util::FileContent f = util::ReadAttribute(p);
+    if (!f.ok()) continue;
+    if (auto m = parsers::parse_board_model(f.text)) return m;
+  }
+  return std::nullopt;
+}
+
+bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  if (!model_read_) {
+    model_ = ReadBoardModel(ctx.paths);
+    model_read_ = true;
+  }
+  if (model_) {
+    auto& info = AddFamily(out, "diskprobe_board_info",
+                           "Board model from the device tree; value 1. family: config.txt filter family (pi0..pi5).",
+                           MetricType::Gauge);
+    AddSample(info,
+              {{"family", std::string(parsers::to_string(model_->family))},
+               {"model", model_->model},
+               {"revision", model_->revision.value_or("")},
+               {"variant", model_->variant}},
+              1);
+  }
+
+  const auto now = std::chrono::steady_clock::now();
+  if (throttled_path_.empty() && hwmon_alarm_path_.empty() && (!looked_up_ || now - *looked_up_ > kLookupInterval)) {
+    throttled_path_ = FindThrottled(ctx.paths.sysfs);
+    if (throttled_path_.empty()) hwmon_alarm_path_ = FindHwmonAlarm(ctx.paths.sysfs);
+    looked_up_ = now;
+  }
+
+  std::string failure;
+  if (!throttled_path_.empty()) {
+    util::FileContent f = util::ReadAttribute(throttled_path_);
+    auto t = f.ok() ? parsers::parse_throttled(f.text) : parsers::ParseResult<parsers::Throttled>::fail(std::strerror(f.error));
+    if (!t) {
+      failure = throttled_path_ + ": " + t.error;
+    } else {
+      Flag(out, "diskprobe_board_under_voltage_now", "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).",
+           t->under_voltage_now);
+      Flag(out, "diskprobe_board_under_voltage_occurred",
+           "1 when under-voltage occurred since boot or since the sticky bits were last cleared (get_throttled bit 16).",
+           t->under_voltage_occurred);
+      Flag(out, "diskprobe_board_arm_frequency_capped_now", "1 while the ARM frequency is capped (get_throttled bit 1).",
+           t->arm_freq_capped_now);
+      Flag(out, "diskprobe_board_arm_frequency_capped_occurred",
+           "1 when ARM frequency capping occurred since the sticky bits were last cleared (get_throttled bit 17).",
+           t->arm_freq_capped_occurred);
+      Flag(out, "diskprobe_board_throttled_now", "1 while the firmware throttles the SoC (get_throttled bit 2).",
+           t->throttled_now);
+      Flag(out, "diskprobe_board_throttled_occurred",
+           "1 when throttling occurred since the sticky bits were last cleared (get_throttled bit 18).",
+           t->throttled_occurred);
+      Flag(out, "diskprobe_board_soft_temperature_limit_now",
+           "1 while the soft temperature limit is active (get_throttled bit 3).", t->soft_temp_limit_now);
+      Flag(out, "diskprobe_board_soft_temperature_limit_occurred",
+           "1 when the soft temperature limit was reached since the sticky bits were last cleared (get_throttled bit 19).",
+           t->soft_temp_limit_occurred);
+    }
+  } else if (!hwmon_alarm_path_.empty()) {
+    util::FileContent f = util::ReadAttribute(hwmon_alarm_path_);
+    auto v = f.ok() ? util::ParseU64(f.text) : std::nullopt;
+    if (!v || *v > 1) {
+      failure = hwmon_alarm_path_ + ": " + (f.ok() ? "not 0 or 1" : std::strerror(f.error));
+    } else {
+      Flag(out, "diskprobe_board_under_voltage_now", "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).",
+           *v == 1);
+    }
+  }
+  errors_.Set(failure);
+  return failure.empty();
+}
+
+}  // namespace diskprobe::collectors

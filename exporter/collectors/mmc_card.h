@@ -1,0 +1,58 @@
+#pragma once
+// mmc_card: identity, capacity, class and wear of the SD card or eMMC behind each mmcblkN.
+//
+// Sources: <sysfs>/block/mmcblkN/device/ (kernel drivers/mmc/core/{sd,mmc,bus}.c attributes):
+//   type (SD, MMC), cid, csd, scr, ssr (SD), rev (eMMC EXT_CSD_REV), fwrev, life_time and
+//   pre_eol_info (eMMC 5.0+), and <sysfs>/block/mmcblkN/size for the capacity cross-check.
+//   Decoding: parsers/mmc_registers.h (SD Physical Layer Simplified Spec, JESD84-B51).
+// Only whole cards (mmcblkN) are read; the boot and RPMB areas (mmcblkNbootM, mmcblkNrpmb) are the
+// same card. The registers are read by the kernel when the card is initialised and cannot change
+// without a new card, so they are cached per device: each scrape reads only `cid`, and everything
+// is read again when the CID differs (another card) or after kFactsMaxAge.
+// A register that is implausible (all 0x00 / 0xFF, wrong length, a CSD capacity that contradicts
+// the block device size, a reserved life time code) is not reported; it is counted once per card
+// read in which it turns implausible, by register, and logged. A different CID on the same device
+// while running is counted as a card swap and logged.
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "collectors/collector.h"
+#include "parsers/mmc_registers.h"
+
+namespace diskprobe::collectors {
+
+class MmcCardCollector : public Collector {
+ public:
+  static constexpr std::chrono::seconds kFactsMaxAge{300};
+
+  std::string_view Name() const override { return "mmc_card"; }
+  bool Collect(const ScrapeContext& ctx, Families* out) override;
+
+  struct Card {
+    std::string cid_raw;  // trimmed sysfs cid: the cache key
+    std::string type;     // sysfs type: "SD", "MMC"
+    std::string fwrev;
+    std::optional<parsers::Cid> cid;
+    std::optional<parsers::Csd> csd;
+    std::optional<parsers::Scr> scr;
+    std::optional<parsers::Ssr> ssr;
+    std::optional<parsers::LifeTime> life_time;
+    std::optional<parsers::PreEol> pre_eol;
+    std::vector<std::string> suspicions;
+    std::map<std::string, std::string> rejected;  // register -> why
+    std::chrono::steady_clock::time_point read_at;
+  };
+
+ private:
+  struct DeviceState {
+    Card card;
+    bool have_card = false;
+    double swaps = 0;
+    std::map<std::string, double> rejected_total;  // by register
+  };
+  ErrorState errors_{"mmc_card"};
+  std::map<std::string, DeviceState> devices_;  // kept when a device vanishes, to see a swap
+};
+
+}  // namespace diskprobe::collectors
