@@ -1,0 +1,309 @@
+// The Raspberry Pi collectors (mmc_ios, mmc_card, boot_config, board) on complete fixture roots
+// built from the samples (tests/fixtures/roots/<name>, sources in each SOURCES.md), compared with a
+// golden exposition file per root; and the failure and absence rules of issue 4.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "collectors/board.h"
+#include "collectors/boot_config.h"
+#include "collectors/mmc_card.h"
+#include "collectors/mmc_ios.h"
+#include "config/config.h"
+#include "devices.h"
+#include "exposition.h"
+#include "test_util.h"
+#include "util/log.h"
+
+namespace diskprobe::collectors {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Fixture;
+
+Paths RootPaths(const std::string& root) {
+  Paths p;
+  p.sysfs = root + "/sys";
+  p.procfs = root + "/proc";
+  p.rootfs = root;
+  p.debugfs = root + "/debug";
+  return p;
+}
+
+DeviceList Devices(const Paths& p) {
+  auto cfg = config::LoadDefault().config;
+  return DiscoverDevices(p.sysfs, cfg->devices, nullptr);
+}
+
+std::string Render(const Families& f) {
+  std::string out;
+  WriteExposition(f, &out);
+  return out;
+}
+
+// One scrape of the four collectors; *ok gets each one's result in order.
+struct Four {
+  MmcIosCollector ios;
+  MmcCardCollector card;
+  BootConfigCollector boot;
+  BoardCollector board;
+  std::string Scrape(const Paths& p, const DeviceList& d, std::vector<bool>* ok = nullptr) {
+    Families out;
+    ScrapeContext ctx{p, d};
+    std::vector<bool> r;
+    for (Collector* c : std::initializer_list<Collector*>{&ios, &card, &boot, &board}) r.push_back(c->Collect(ctx, &out));
+    if (ok != nullptr) *ok = r;
+    return Render(out);
+  }
+};
+
+// Value of the first sample line starting with `prefix` ("name{labels}"), or "" when absent.
+std::string Value(const std::string& text, const std::string& prefix) {
+  std::size_t pos = 0;
+  while ((pos = text.find(prefix, pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      std::size_t start = pos + prefix.size();
+      if (text[start] == ' ') ++start;
+      return text.substr(start, text.find('\n', start) - start);
+    }
+    ++pos;
+  }
+  return "";
+}
+
+class Roots : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Roots, GoldenExposition) {
+  Paths p = RootPaths(Fixture("roots/" + GetParam()));
+  DeviceList d = Devices(p);
+  Four c;
+  std::vector<bool> ok;
+  std::string text = c.Scrape(p, d, &ok);
+  EXPECT_EQ(ok, (std::vector<bool>{true, true, true, true}));
+  testing::ExpectGolden("roots_" + GetParam() + ".prom", text);
+  // A second scrape comes from the caches and must be identical.
+  EXPECT_EQ(c.Scrape(p, d), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pi, Roots, ::testing::Values("pi3bplus", "pi4", "cm4"));
+
+// The key facts, spelled out (the golden files hold everything).
+TEST(Roots, Pi3BPlusOverclockStory) {
+  Paths p = RootPaths(Fixture("roots/pi3bplus"));
+  std::string t = Four().Scrape(p, Devices(p));
+  EXPECT_EQ(Value(t, "diskprobe_boot_sd_overclock_hertz "), "100000000");  // dtparam=sd_overclock=100
+  EXPECT_EQ(Value(t, "diskprobe_boot_sd_overclock_honoured "), "1");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_clock_hertz{device=\"mmcblk0\",host=\"mmc0\"}"), "50000000");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_actual_clock_hertz{device=\"mmcblk0\",host=\"mmc0\"}"), "83333333");
+  EXPECT_NE(t.find("diskprobe_mmc_host_info{device=\"mmcblk0\",driver=\"sdhost-bcm2835\",host=\"mmc0\"} 1"),
+            std::string::npos);
+  EXPECT_NE(t.find("diskprobe_mmc_host_info{device=\"\",driver=\"mmc-bcm2835\",host=\"mmc1\"} 1"), std::string::npos);
+  EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "1");  // 0x50005
+  EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_occurred "), "1");
+  EXPECT_EQ(Value(t, "diskprobe_board_arm_frequency_capped_now "), "0");
+  EXPECT_EQ(Value(t, "diskprobe_board_throttled_now "), "1");
+  // SanDisk SN512: CSD capacity = the block size (999743488 sectors), no SSR in the capture.
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "511868665856");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_speed_class{device=\"mmcblk0\"}"), "");
+}
+
+TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
+  Paths p = RootPaths(Fixture("roots/pi4"));
+  std::string t = Four().Scrape(p, Devices(p));
+  EXPECT_EQ(Value(t, "diskprobe_boot_sd_overclock_hertz "), "100000000");
+  EXPECT_EQ(Value(t, "diskprobe_boot_sd_overclock_honoured "), "0");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_timing_spec{device=\"mmcblk0\",host=\"mmc0\",timing=\"sd uhs DDR50\"}"), "7");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_signal_voltage_volts{device=\"mmcblk0\",host=\"mmc0\"}"), "1.8");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_actual_clock_hertz{device=\"\",host=\"mmc1\"}"), "41666667");
+  // Kingston SD64G: C10 U3 V30 A2, SD 6.xx, made 2019-11.
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_speed_class{device=\"mmcblk0\"}"), "10");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_uhs_speed_grade{device=\"mmcblk0\"}"), "3");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_video_speed_class{device=\"mmcblk0\"}"), "30");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_app_perf_class{device=\"mmcblk0\"}"), "2");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "62277025792");
+  EXPECT_NE(t.find("date=\"2019-11\",device=\"mmcblk0\",fwrev=\"0x1\",maker=\"Kingston\",manfid=\"0x9f\",name=\"SD64G\","
+                   "oemid=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\",type=\"SD\""),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "0");
+}
+
+TEST(Roots, Cm4EmmcWearAndHwmonFallback) {
+  Paths p = RootPaths(Fixture("roots/cm4"));
+  std::string t = Four().Scrape(p, Devices(p));
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"A\"}"), "1");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"B\"}"), "1");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_pre_eol_info{device=\"mmcblk0\"}"), "1");
+  EXPECT_EQ(t.find("mmcblk0boot0"), std::string::npos) << "boot areas are the same card";
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "") << "eMMC > 2 GiB: EXT_CSD";
+  // Runtime-suspended eMMC: clock 0 is a value, the actual clock line is absent.
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_clock_hertz{device=\"mmcblk0\",host=\"mmc0\"}"), "0");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_actual_clock_hertz{device=\"mmcblk0\",host=\"mmc0\"}"), "");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_ios_vdd_volts{device=\"mmcblk0\",host=\"mmc0\"}"), "");
+  EXPECT_EQ(Value(t, "diskprobe_boot_sd_overclock_hertz "), "");  // not set
+  EXPECT_NE(t.find("enable_uart=\"1\""), std::string::npos);
+  EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "0");  // hwmon in0_lcrit_alarm
+  EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_occurred "), "") << "hwmon has no since-boot flag";
+  EXPECT_NE(t.find("family=\"pi4\",model=\"Raspberry Pi Compute Module 4 Rev 1.0\",revision=\"1.0\",variant=\"CM4\""),
+            std::string::npos);
+}
+
+// --- failure and absence rules ------------------------------------------------------------------
+
+TEST(MmcIos, UnreadableDebugfsFailsWithOneLogLine) {
+  Paths p = RootPaths(Fixture("roots/pi4"));
+  p.debugfs = Fixture("roots/pi4/no-debugfs-here");
+  DeviceList d = Devices(p);
+  MmcIosCollector c;
+  ::testing::internal::CaptureStderr();
+  Families out;
+  bool ok1 = c.Collect(ScrapeContext{p, d}, &out);
+  Families out2;
+  bool ok2 = c.Collect(ScrapeContext{p, d}, &out2);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(ok1);
+  EXPECT_FALSE(ok2);
+  std::string t = Render(out2);
+  EXPECT_EQ(t.find("diskprobe_mmc_ios_"), std::string::npos) << "ios series are absent";
+  EXPECT_NE(t.find("diskprobe_mmc_host_info"), std::string::npos) << "host facts come from sysfs";
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  EXPECT_NE(log.find("collector=mmc_ios"), std::string::npos) << log;
+  EXPECT_NE(log.find("is debugfs mounted at"), std::string::npos) << log;
+}
+
+TEST(PiCollectors, NoMmcNoConfigNoBoardIsSilentSuccess) {
+  // The block_stat fixture: disks but no mmc host, no config.txt, no device tree, no firmware.
+  Paths p = RootPaths(Fixture("no-such-root"));
+  p.sysfs = Fixture("sys");
+  DeviceList d = Devices(p);
+  Four c;
+  std::vector<bool> ok;
+  ::testing::internal::CaptureStderr();
+  std::string t = c.Scrape(p, d, &ok);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ok, (std::vector<bool>{true, true, true, true}));
+  // tests/fixtures/sys/block/mmcblk0 is a card without a host in that tree: only mmc_card sees it.
+  EXPECT_EQ(t.find("diskprobe_mmc_ios_"), std::string::npos);
+  EXPECT_EQ(t.find("diskprobe_boot_"), std::string::npos);
+  EXPECT_EQ(t.find("diskprobe_board_"), std::string::npos);
+  EXPECT_EQ(log, "");
+}
+
+TEST(PiCollectors, NothingAtAllIsEmpty) {
+  Paths p = RootPaths(Fixture("no-such-root"));
+  Four c;
+  std::vector<bool> ok;
+  EXPECT_EQ(c.Scrape(p, {}, &ok), "");
+  EXPECT_EQ(ok, (std::vector<bool>{true, true, true, true}));
+}
+
+// A writable copy of a fixture root, removed at the end.
+struct TempRoot {
+  fs::path dir;
+  explicit TempRoot(const std::string& name) {
+    dir = fs::temp_directory_path() / ("diskprobe-root-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy(Fixture("roots/" + name), dir, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+  ~TempRoot() { fs::remove_all(dir); }
+  void Write(const std::string& rel, const std::string& text) const { std::ofstream(dir / rel) << text; }
+};
+
+const char* kKingstonCard = "sys/devices/platform/emmc2bus/fe340000.mmc/mmc_host/mmc0/mmc0:5048/";
+
+TEST(MmcCard, SwapIsCountedAndLoggedOnce) {
+  TempRoot r("pi4");
+  Paths p = RootPaths(r.dir.string());
+  DeviceList d = Devices(p);
+  MmcCardCollector c;
+  auto scrape = [&]() {
+    Families out;
+    EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
+    return Render(out);
+  };
+  EXPECT_EQ(Value(scrape(), "diskprobe_mmc_card_swaps_total{device=\"mmcblk0\"}"), "0");
+  // Another SD64G with another serial (PSN bytes 9..12).
+  r.Write(std::string(kKingstonCard) + "cid", "9f54495344363447610a0b0c0e013b00\n");
+  ::testing::internal::CaptureStderr();
+  std::string t = scrape();
+  std::string t2 = scrape();
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_swaps_total{device=\"mmcblk0\"}"), "1");
+  EXPECT_EQ(Value(t2, "diskprobe_mmc_card_swaps_total{device=\"mmcblk0\"}"), "1");
+  EXPECT_NE(t.find("serial=\"0x0a0b0c0e\""), std::string::npos);
+  EXPECT_NE(log.find("msg=\"mmc card changed\" device=mmcblk0 old_serial=0x0a0b0c0d new_serial=0x0a0b0c0e"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+}
+
+TEST(MmcCard, ImplausibleRegistersAreAbsentAndCountedOnce) {
+  TempRoot r("pi4");
+  Paths p = RootPaths(r.dir.string());
+  r.Write(std::string(kKingstonCard) + "ssr", std::string(128, 'f') + "\n");
+  // A CSD whose capacity contradicts the block device: 0x1cffe instead of 0x1cfff.
+  r.Write(std::string(kKingstonCard) + "csd", "400e00325b590001cffe7f800a400000\n");
+  DeviceList d = Devices(p);
+  MmcCardCollector c;
+  ::testing::internal::CaptureStderr();
+  Families out, out2;
+  EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
+  EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out2));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  std::string t = Render(out2);
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_speed_class{device=\"mmcblk0\"}"), "");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_register_rejected_total{device=\"mmcblk0\",register=\"ssr\"}"), "1");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_register_rejected_total{device=\"mmcblk0\",register=\"csd\"}"), "1");
+  EXPECT_EQ(Value(t, "diskprobe_mmc_card_register_rejected_total{device=\"mmcblk0\",register=\"cid\"}"), "0");
+  EXPECT_NE(Value(t, "diskprobe_mmc_card_video_speed_class{device=\"mmcblk0\"}"), "30");
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_NE(log.find("does not match the block device"), std::string::npos) << log;
+}
+
+TEST(BootConfig, ReparsedWhenTheFileChanges) {
+  TempRoot r("pi3bplus");
+  Paths p = RootPaths(r.dir.string());
+  BootConfigCollector c;
+  auto overclock = [&]() {
+    Families out;
+    EXPECT_TRUE(c.Collect(ScrapeContext{p, {}}, &out));
+    return Value(Render(out), "diskprobe_boot_sd_overclock_hertz ");
+  };
+  EXPECT_EQ(overclock(), "100000000");
+  r.Write("boot/config.txt", "dtoverlay=sdhost,overclock_50=62\n# a longer file, so that the size differs\n");
+  EXPECT_EQ(overclock(), "62000000");
+  fs::remove(r.dir / "boot/config.txt");
+  EXPECT_EQ(overclock(), "") << "file gone: nothing, and no failure";
+}
+
+TEST(BootConfig, ExplicitPathMissingFails) {
+  Paths p = RootPaths(Fixture("roots/pi3bplus"));
+  p.bootconfig = Fixture("roots/pi3bplus/boot/nope.txt");
+  BootConfigCollector c;
+  Families out;
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(c.Collect(ScrapeContext{p, {}}, &out));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(out.empty());
+  EXPECT_NE(log.find("nope.txt: No such file or directory"), std::string::npos) << log;
+}
+
+TEST(Board, UnparseableThrottledFails) {
+  TempRoot r("pi4");
+  r.Write("sys/devices/platform/soc/soc:firmware/get_throttled", "zz\n");
+  Paths p = RootPaths(r.dir.string());
+  BoardCollector c;
+  Families out;
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(c.Collect(ScrapeContext{p, {}}, &out));
+  ::testing::internal::GetCapturedStderr();
+  std::string t = Render(out);
+  EXPECT_NE(t.find("diskprobe_board_info"), std::string::npos);
+  EXPECT_EQ(t.find("diskprobe_board_under_voltage_now"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace diskprobe::collectors
