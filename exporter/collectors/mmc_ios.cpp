@@ -106,7 +106,7 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
   Family(out, data, "diskprobe_mmc_ios_actual_clock_hertz",
          "Bus clock the host controller delivers (debugfs ios 'actual clock'); absent when the driver does not say.",
          [](const parsers::MmcIos& i) { return D(i.actual_clock_hz); });
-  Family(out, data, "diskprobe_mmc_ios_bus_width_bits", "Data bus width in bits: 1, 4 or 8 (debugfs ios 'bus width').",
+  Family(out, data, "diskprobe_mmc_ios_bus_width", "Data bus width in bits: 1, 4 or 8 (debugfs ios 'bus width').",
          [](const parsers::MmcIos& i) { return D(i.bus_width_bits); });
   Family(out, data, "diskprobe_mmc_ios_signal_voltage_volts",
          "I/O signalling voltage: 3.3, 1.8 or 1.2 (debugfs ios 'signal voltage').",

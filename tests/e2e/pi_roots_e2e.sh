@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The real binary on each Raspberry Pi fixture root (tests/fixtures/roots/<name>): every collector
+# succeeds, promtool check metrics is clean, and with an unreadable debugfs mmc_ios fails alone with
+# one log line. Usage: pi_roots_e2e.sh <path to diskprobe_exporter>
+set -u
+EXPORTER=$(realpath "$1")
+ROOTS=$(realpath "$(dirname "$0")/../fixtures/roots")
+command -v promtool >/dev/null || { echo "missing promtool: run scripts/install-deps.sh test" >&2; exit 1; }
+WORK=$(mktemp -d); PID=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+
+scrape_root() {  # name debugfs -> $WORK/<name>.prom, $WORK/<name>.log
+  local r=$ROOTS/$1 addr=
+  "$EXPORTER" --web.listen-address=127.0.0.1:0 --no-collector.probes --path.sysfs="$r/sys" \
+    --path.procfs="$r/proc" --path.rootfs="$r" --path.debugfs="$2" 2>"$WORK/$1.log" & PID=$!
+  for _ in $(seq 1 100); do
+    addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$WORK/$1.log")
+    [ -n "$addr" ] && break; sleep 0.05
+  done
+  curl -sf "http://$addr/metrics" >"$WORK/$1.prom" && curl -sf -o /dev/null "http://$addr/metrics"
+  kill "$PID"; wait "$PID" 2>/dev/null; PID=
+}
+
+for name in pi3bplus pi4 cm4; do
+  scrape_root "$name" "$ROOTS/$name/debug"
+  out=$(promtool check metrics <"$WORK/$name.prom" 2>&1)
+  [ -z "$out" ] && ok "$name: promtool check metrics is clean" || fail "$name: promtool: $out"
+  grep -q 'diskprobe_collector_success{collector="[a-z_]*"} 0' "$WORK/$name.prom" \
+    && fail "$name: a collector failed: $(grep 'success.* 0$' "$WORK/$name.prom")" || ok "$name: every collector succeeded"
+  grep -q '^diskprobe_mmc_ios_actual_clock_hertz\|^diskprobe_mmc_ios_clock_hertz' "$WORK/$name.prom" \
+    && ok "$name: ios series present" || fail "$name: no ios series"
+done
+
+scrape_root pi4 "$WORK/no-debugfs"
+grep -q '^diskprobe_collector_success{collector="mmc_ios"} 0$' "$WORK/pi4.prom" && ok "unreadable debugfs: mmc_ios success 0" \
+  || fail "unreadable debugfs: mmc_ios success is not 0"
+grep -q '^diskprobe_mmc_ios_' "$WORK/pi4.prom" && fail "unreadable debugfs: ios series present" || ok "unreadable debugfs: ios series absent"
+n=$(grep -c 'collector=mmc_ios' "$WORK/pi4.log")
+[ "$n" = 1 ] && ok "unreadable debugfs: one log line for two scrapes" || fail "unreadable debugfs: $n log lines"
+out=$(promtool check metrics <"$WORK/pi4.prom" 2>&1)
+[ -z "$out" ] && ok "unreadable debugfs: promtool clean" || fail "unreadable debugfs: promtool: $out"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
