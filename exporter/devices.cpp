@@ -109,6 +109,11 @@ std::shared_ptr<const DeviceList> DeviceRegistry::Snapshot() const {
   return devices_;
 }
 
+std::string DeviceRegistry::LastError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
 void DeviceRegistry::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;

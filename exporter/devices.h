@@ -45,6 +45,8 @@ class DeviceRegistry {
   // New filters/interval (config reload); refreshes at once.
   void Reconfigure(config::DevicesConfig cfg);
   std::shared_ptr<const DeviceList> Snapshot() const;
+  // Why the last discovery failed ("" when it worked), e.g. "/nonexistent/block: No such file".
+  std::string LastError() const;
 
   void Start();  // background refresh thread
   void Stop();   // joins it; safe to call twice

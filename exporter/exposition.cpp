@@ -17,12 +17,42 @@ void AppendHelp(std::string_view s, std::string* out) {
   }
 }
 
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is not one (RFC 3629: no overlongs,
+// no surrogates, nothing above U+10FFFF).
+std::size_t Utf8Length(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && b(i + 1) < 0xa0) || (c == 0xed && b(i + 1) >= 0xa0))) return 0;
+  if (n == 4 && ((c == 0xf0 && b(i + 1) < 0x90) || (c == 0xf4 && b(i + 1) >= 0x90))) return 0;
+  return n;
+}
+
+// Label values must be UTF-8 (Prometheus rejects the whole scrape otherwise); strings read from
+// devices (a card's product name) may not be, so invalid bytes become U+FFFD.
 void AppendLabelValue(std::string_view s, std::string* out) {
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    char c = s[i];
     if (c == '\\') *out += "\\\\";
     else if (c == '"') *out += "\\\"";
     else if (c == '\n') *out += "\\n";
-    else *out += c;
+    else if (static_cast<unsigned char>(c) < 0x80) *out += c;
+    else {
+      std::size_t n = Utf8Length(s, i);
+      if (n == 0) {
+        *out += "\xef\xbf\xbd";
+        ++i;
+      } else {
+        out->append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    ++i;
   }
 }
 

@@ -576,6 +576,11 @@ void ProbeManager::Reconcile() {
     }
     static std::set<std::string> logged;  // one log line per directory problem per process
     for (const std::string& dir : cfg->probes.WriteDirectories()) {
+      if (std::string refusal = probes::CheckProbeDirectory(dir); !refusal.empty()) {
+        if (logged.insert(dir + refusal).second) log::Warn("no write probes for a probe directory", {{"directory", dir}, {"reason", refusal}});
+        unresolved.push_back({dir, "", false});
+        continue;
+      }
       std::string disk = DiskOfDirectory(sysfs_, dir);
       auto it = disk.empty() ? desired.end() : desired.find(disk);
       if (it == desired.end()) {

@@ -24,7 +24,7 @@ void Scraper::SetReloadResult(bool ok, double unix_seconds) {
 std::string Scraper::Render() {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const DeviceList> devices = devices_->Snapshot();
-  collectors::ScrapeContext ctx{paths_, *devices, probes_};
+  collectors::ScrapeContext ctx{paths_, *devices, probes_, devices_->LastError()};
 
   Families families;
   families.reserve(64);

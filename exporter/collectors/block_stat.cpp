@@ -105,7 +105,8 @@ std::optional<double> OptU(const std::optional<unsigned long long>& v, double sc
 bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
   std::vector<DeviceData> data;
   data.reserve(ctx.devices.size());
-  std::string failure;
+  // No device list at all (a wrong --path.sysfs, sysfs not mounted) is a failure, not "no disks".
+  std::string failure = ctx.discovery_error;
   const auto now = std::chrono::steady_clock::now();
   for (const Device& dev : ctx.devices) {
     const std::string& dir = dev.sysfs_path;
@@ -121,6 +122,9 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
       continue;
     }
     DeviceData d{&dev, *stat, ReadU64(dir + "/size"), ReadU64(dir + "/ro"), nullptr};
+    // A loop device detached since the last discovery keeps its sysfs entry with size 0:
+    // it is gone (discovery skips such devices too).
+    if (dev.name.rfind("loop", 0) == 0 && d.size_sectors == 0ull) continue;
     auto it = facts_.find(dev.name);
     if (it == facts_.end() || it->second.major != dev.major || it->second.minor != dev.minor ||
         it->second.size_sectors != d.size_sectors || now - it->second.read_at > kFactsMaxAge) {

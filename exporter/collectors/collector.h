@@ -34,6 +34,7 @@ struct ScrapeContext {
   const Paths& paths;
   const DeviceList& devices;           // whole disks selected by the config, sorted by name
   const ProbeManager* probes = nullptr;  // the probe scheduler, when probes run
+  std::string discovery_error = {};      // why device discovery failed; "" when it worked
 };
 
 using Families = std::vector<prometheus::MetricFamily>;

@@ -4,6 +4,7 @@
 #include "collectors/collector.h"
 #include "collectors/mmc_card.h"
 #include "collectors/mmc_ios.h"
+#include "collectors/probes.h"
 
 namespace diskprobe::collectors {
 
@@ -11,6 +12,8 @@ const std::vector<CollectorInfo>& AllCollectors() {
   static const std::vector<CollectorInfo> kAll = {
       {"block_stat", "I/O counters and device facts from /sys/block/<dev>", true,
        [] { return std::make_unique<BlockStatCollector>(); }},
+      {"probes", "results of the scheduled I/O probes (configured under probes: in the config)", true,
+       [] { return std::make_unique<ProbesCollector>(); }},
       {"mmc_ios", "SD/MMC bus clock, width, timing and voltage from debugfs mmcN/ios", true,
        [] { return std::make_unique<MmcIosCollector>(); }},
       {"mmc_card", "SD card and eMMC identity, class and wear from /sys/block/mmcblkN/device", true,

@@ -23,7 +23,7 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKi
     if (!r.CheckMap(node, path, {"enabled", "interval", "ops", "block_size"})) return;
   }
   r.ReadBool(node, path, "enabled", &s->enabled);
-  r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000));
+  r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000), std::chrono::hours(24 * 7));
   if (seq) {
     r.ReadSize(node, path, "size", &s->size, 4096, kGiB);
     r.ReadSize(node, path, "request_size", &s->request_size, 4096, 64 * kMiB);
@@ -71,9 +71,9 @@ void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
     else r.Fail(node["io_priority"], path + ".io_priority", "must be idle, best-effort or none, got \"" + prio + "\"");
   }
   r.ReadRatio(node, path, "busy_threshold", &p->busy_threshold);
-  r.ReadDuration(node, path, "busy_window", &p->busy_window, milliseconds(100));
+  r.ReadDuration(node, path, "busy_window", &p->busy_window, milliseconds(100), std::chrono::minutes(1));
   r.ReadRatio(node, path, "jitter", &p->jitter);
-  r.ReadDuration(node, path, "op_deadline", &p->op_deadline, milliseconds(10));
+  r.ReadDuration(node, path, "op_deadline", &p->op_deadline, milliseconds(10), std::chrono::hours(1));
   r.ReadSize(node, path, "write_budget_per_day", &p->write_budget_per_day, 0, 1024 * kGiB);
   r.ReadSize(node, path, "free_space_floor", &p->free_space_floor, 0, 1024 * kGiB);
   r.ReadRatio(node, path, "free_space_floor_ratio", &p->free_space_floor_ratio);
@@ -114,7 +114,8 @@ void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
   if (r.CheckMap(devices, "devices", {"include", "exclude", "discovery_interval"})) {
     r.ReadPatterns(devices, "devices", "include", &cfg->devices.include);
     r.ReadPatterns(devices, "devices", "exclude", &cfg->devices.exclude);
-    r.ReadDuration(devices, "devices", "discovery_interval", &cfg->devices.discovery_interval, milliseconds(1000));
+    r.ReadDuration(devices, "devices", "discovery_interval", &cfg->devices.discovery_interval, milliseconds(1000),
+                   std::chrono::hours(24));
   }
 }
 
@@ -122,7 +123,13 @@ void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
 bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std::vector<Error>* errors) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    if (docs.size() > 1) {
+      errors->push_back(Error{name, docs[1].Mark().line + 1, docs[1].Mark().column + 1, "",
+                              "more than one YAML document; a configuration is a single document"});
+      return false;
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
     Error err;
     err.file = name;
@@ -202,10 +209,16 @@ LoadResult LoadString(std::string_view yaml, const std::string& source_name) {
 }
 
 LoadResult LoadFile(const std::string& path) {
-  util::FileContent f = util::ReadFile(path, 4 << 20);
+  constexpr std::size_t kMaxBytes = 1 << 20;  // a configuration is a few KiB; refuse, never truncate
+  util::FileContent f = util::ReadFile(path, kMaxBytes + 1);
   if (!f.ok()) {
     LoadResult out;
     out.errors.push_back(Error{path, 0, 0, "", std::string("cannot read: ") + std::strerror(f.error)});
+    return out;
+  }
+  if (f.text.size() > kMaxBytes) {
+    LoadResult out;
+    out.errors.push_back(Error{path, 0, 0, "", "file is larger than 1 MiB; not a diskprobe_exporter configuration"});
     return out;
   }
   return LoadString(f.text, path);

@@ -116,7 +116,7 @@ bool YamlReader::CheckMap(const YAML::Node& node, const std::string& path,
   }
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& k = it->first;
+    const YAML::Node k = it->first;  // by value: *it is a temporary pair
     if (!k.IsScalar()) {
       Fail(k, path, "keys must be plain strings");
       continue;
@@ -149,7 +149,8 @@ YAML::Node YamlReader::Scalar(const YAML::Node& map, const std::string& path, co
 }
 
 void YamlReader::ReadDuration(const YAML::Node& map, const std::string& path, const char* key,
-                              std::chrono::milliseconds* out, std::chrono::milliseconds min) {
+                              std::chrono::milliseconds* out, std::chrono::milliseconds min,
+                              std::chrono::milliseconds max) {
   YAML::Node v = Scalar(map, path, key, "a duration");
   if (!v.IsDefined()) return;
   auto d = ParseDuration(v.Scalar());
@@ -161,6 +162,11 @@ void YamlReader::ReadDuration(const YAML::Node& map, const std::string& path, co
   if (*d < min) {
     Fail(v, Join(path, key), "duration \"" + v.Scalar() + "\" is below the minimum of " +
                                  std::to_string(min.count()) + "ms");
+    return;
+  }
+  if (*d > max) {
+    Fail(v, Join(path, key), "duration \"" + v.Scalar() + "\" is above the maximum of " +
+                                 std::to_string(max.count() / 1000) + "s");
     return;
   }
   *out = *d;

@@ -51,8 +51,9 @@ class YamlReader {
   // and duplicate keys, each at the key's position.
   bool CheckMap(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> known);
 
+  // A duration from min to max inclusive (a maximum keeps timers far from overflow).
   void ReadDuration(const YAML::Node& map, const std::string& path, const char* key,
-                    std::chrono::milliseconds* out, std::chrono::milliseconds min);
+                    std::chrono::milliseconds* out, std::chrono::milliseconds min, std::chrono::milliseconds max);
   void ReadSize(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out,
                 std::uint64_t min, std::uint64_t max);
   void ReadBool(const YAML::Node& map, const std::string& path, const char* key, bool* out);

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -133,6 +135,22 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
   ctx_ = mg_start2(&init, &err);
   if (ctx_ == nullptr) {
     *error = errbuf[0] ? errbuf : "civetweb failed to start on " + ports;
+    // civetweb says only "Failed to setup server ports": find which address and why.
+    for (std::string_view rest = ports; !rest.empty();) {
+      std::string one(rest.substr(0, rest.find(',')));
+      rest.remove_prefix(std::min(rest.size(), one.size() + 1));
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      if (inet_pton(AF_INET, one.substr(0, one.rfind(':')).c_str(), &sa.sin_addr) != 1) continue;
+      sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(one.substr(one.rfind(':') + 1))));
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      int yes = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+        *error = "cannot listen on " + one + ": " + std::strerror(errno);
+      ::close(fd);
+    }
     return false;
   }
   return true;

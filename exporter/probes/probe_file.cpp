@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "util/file.h"
@@ -51,6 +52,16 @@ bool MakeStateDirectory(const std::string& dir, std::string* error, int* err_no)
 }
 
 }  // namespace
+
+std::string CheckProbeDirectory(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode)) return "probe directory " + dir + " is a symlink; refusing (give the real directory)";
+  if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode))
+    return "probe directory " + dir + " is a device; refusing: the probes never write to a device";
+  if (!S_ISDIR(st.st_mode)) return "probe directory " + dir + " is not a directory; refusing";
+  return "";
+}
 
 std::uint64_t FreeSpaceFloor(std::uint64_t total_bytes, std::uint64_t floor, double ratio) {
   auto by_ratio = static_cast<std::uint64_t>(static_cast<double>(total_bytes) * ratio);
@@ -130,16 +141,8 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
       return nullptr;
     }
   }
-  if (S_ISLNK(st.st_mode)) {
-    *error = "probe directory " + dir + " is a symlink; refusing (give the real directory)";
-    return nullptr;
-  }
-  if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode)) {
-    *error = "probe directory " + dir + " is a device; refusing: the probes never write to a device";
-    return nullptr;
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    *error = "probe directory " + dir + " is not a directory; refusing";
+  if (std::string refusal = CheckProbeDirectory(dir); !refusal.empty()) {
+    *error = refusal;
     return nullptr;
   }
 
@@ -163,6 +166,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   const std::uint64_t size = opt.size / kProbeBlock * kProbeBlock;
   AlignedBuffer block(kProbeBlock, kProbeBlock);
   bool created = false;
+  std::optional<ProbeFileHeader> carry;
   int fd = ::openat(f->dir_fd_.get(), kProbeFileName, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ELOOP) {
     *error = "probe file " + f->path_ + " is a symlink; refusing to follow it";
@@ -187,7 +191,8 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
       return nullptr;
     }
     if (h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
-      // Ours, with another size: replace it.
+      // Ours, with another size: replace it, keeping the day's budget use.
+      carry = h;
       if (::unlinkat(f->dir_fd_.get(), kProbeFileName, 0) != 0) {
         *err_no = errno;
         *error = Errno("cannot replace probe file " + f->path_, errno);
@@ -219,6 +224,10 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
     }
     f->sync_fd_.reset(fd);
     f->header_ = ProbeFileHeader{size, 0, 0, 0};
+    if (carry) {
+      f->header_.budget_day = carry->budget_day;
+      f->header_.budget_used = carry->budget_used;
+    }
     created = true;
   }
 

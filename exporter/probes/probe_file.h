@@ -46,6 +46,10 @@ std::uint64_t FreeSpaceFloor(std::uint64_t total_bytes, std::uint64_t floor, dou
 // device has no block device (tmpfs, overlayfs upper layer on an anonymous device, NFS).
 std::string DiskOfDev(const std::string& sysfs, dev_t dev);
 
+// Checks that `dir` may hold a probe file: it must be a real directory, not a symlink and not a
+// device. Returns "" when it may (or when it does not exist yet), else the refusal for the log.
+std::string CheckProbeDirectory(const std::string& dir);
+
 class ProbeFile {
  public:
   // Opens <directory>/diskprobe_exporter.probe, creating and filling it when missing. On failure

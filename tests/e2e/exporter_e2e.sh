@@ -72,6 +72,19 @@ for dev in "${devices[@]}"; do
       fail "$dev $fam: exported $got/1000 not within kernel [$lo, $hi]/1000"
     fi
   done
+  extra=()
+  [ "$nf" -ge 15 ] && extra+=(diskprobe_block_discards_completed_total:12:1 diskprobe_block_discards_merged_total:13:1
+                               diskprobe_block_discarded_bytes_total:14:512 diskprobe_block_discard_time_seconds_total:15:0.001)
+  [ "$nf" -ge 17 ] && extra+=(diskprobe_block_flushes_completed_total:16:1 diskprobe_block_flush_time_seconds_total:17:0.001)
+  for spec in "${extra[@]}"; do
+    IFS=: read -r fam idx scale <<<"$spec"
+    lo=$(echo "$before" | awk -v i="$idx" -v s="$scale" '{ printf "%.0f", $i * s * 1000 }')
+    hi=$(echo "$after" | awk -v i="$idx" -v s="$scale" '{ printf "%.0f", $i * s * 1000 }')
+    got=$(awk -v f="$fam" -v d="device=\"$dev\"" '$1 ~ "^"f"\\{" && index($1, d) { printf "%.0f", $2 * 1000; exit }' cmp.txt)
+    if [ -z "$got" ] || [ "$got" -lt "$lo" ] || [ "$got" -gt "$hi" ]; then
+      fail "$dev $fam: exported $got/1000 not within kernel [$lo, $hi]/1000"
+    fi
+  done
   if [ "$nf" -ge 17 ]; then
     check "$dev: 17-field kernel exports flush counters" grep -q "^diskprobe_block_flushes_completed_total{device=\"$dev\"}" cmp.txt
   else
@@ -83,12 +96,16 @@ for dev in "${devices[@]}"; do
 done
 ok "counters of ${devices[*]} equal /sys/block/<dev>/stat read at the same moment (x units)"
 
-# Counters increase after I/O: write and fdatasync 4 MiB next to the work directory.
-sum_written() { awk '$1 ~ /^diskprobe_block_written_bytes_total\{/ { s += $2 } END { printf "%.0f\n", s }'; }
-w1=$(scrape | sum_written)
+# Counters increase after I/O: write and fdatasync 4 MiB in the work directory, and look at the
+# disk that holds it (its st_dev through /sys/dev/block, a partition's parent being its disk).
+devno=$(stat -c '%Hd:%Ld' "$E2E_WORK")
+wdisk=$(basename "$(readlink -f "/sys/dev/block/$devno")")
+[ -e "/sys/dev/block/$devno/partition" ] && wdisk=$(basename "$(dirname "$(readlink -f "/sys/dev/block/$devno")")")
+w1=$(scrape | sample_value diskprobe_block_written_bytes_total "$wdisk")
 dd if=/dev/urandom of="$E2E_WORK/io.bin" bs=1M count=4 conv=fdatasync status=none
-w2=$(scrape | sum_written)
-check "written bytes increase after a 4 MiB synced write ($w1 -> $w2)" test "$w2" -ge $((w1 + 4 * 1048576))
+w2=$(scrape | sample_value diskprobe_block_written_bytes_total "$wdisk")
+check "$wdisk (holds the work directory): written bytes increase by >= 4 MiB after a 4 MiB synced write ($w1 -> $w2)" \
+  bash -c "[ -n '$w1' ] && [ -n '$w2' ] && [ $w2 -ge $((w1 + 4 * 1048576)) ]"
 
 log "real Prometheus scrapes the exporter"
 PROM_PORT=$(free_port)
@@ -120,11 +137,14 @@ log "SIGHUP reloads"
 start_exporter_with_config() { cp good.yml live.yml; start_exporter --config.file=live.yml; }
 kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
 start_exporter_with_config
+devs_before=$(scrape | sed -n 's/^diskprobe_block_read_bytes_total{device="\([^"]*\)".*/\1/p' | sort | xargs)
 printf 'devices:\n  include: ["mmcblk[0-9"]\n' >live.yml
 kill -HUP "$EXPORTER_PID"
 for i in $(seq 1 50); do scrape >hup.txt && grep -q '^diskprobe_config_last_reload_successful 0$' hup.txt && break; sleep 0.1; done
 check "a broken file on SIGHUP: reload metric flips to 0" grep -q '^diskprobe_config_last_reload_successful 0$' hup.txt
-check "  ... and the exporter keeps serving the old device set" grep -q '^diskprobe_block_read_bytes_total{' hup.txt
+devs_after=$(sed -n 's/^diskprobe_block_read_bytes_total{device="\([^"]*\)".*/\1/p' hup.txt | sort | xargs)
+check "  ... and the exporter keeps serving the old device set [$devs_after]" \
+  bash -c "[ -n '$devs_before' ] && [ '$devs_before' = '$devs_after' ]"
 check "  ... and logs the error with file:line:col" grep -q 'live.yml:2:13: devices.include\[0\]: invalid regular expression' "$E2E_WORK/exporter.log"
 ts_before=$(grep '^diskprobe_config_last_reload_success_timestamp_seconds' hup.txt | awk '{print $2}')
 sleep 1.1

@@ -10,6 +10,7 @@ cleanup() {
   local p
   for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  declare -F cards_cleanup >/dev/null && cards_cleanup
   rm -rf "$E2E_WORK"
 }
 trap cleanup EXIT
@@ -56,3 +57,69 @@ scrape() { curl -sS --max-time 5 "http://$EXPORTER_ADDR${1:-/metrics}"; }
 sample_value() {
   awk -v f="$1" -v d="device=\"$2\"" '$1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; exit }'
 }
+
+# --- emulated SD card (../shared/FIELD-NOTES.md): nbdkit memory plugin behind filters, exposed
+# through nbdfuse as a file, attached as a loop device with direct I/O. Needs root, FUSE, loop.
+
+# Skips the test (exit 77, ctest's SKIP) outside CI when root, FUSE or loop devices are missing;
+# under CI=true the same condition fails the test.
+require_card_support() {
+  local why=""
+  [ "$(id -u)" = 0 ] || why="not root"
+  [ -e /dev/fuse ] || why="${why:+$why, }no /dev/fuse"
+  command -v nbdfuse >/dev/null && command -v nbdkit >/dev/null || why="${why:+$why, }nbdkit/nbdfuse missing"
+  losetup -f >/dev/null 2>&1 || why="${why:+$why, }no free loop device"
+  if [ -n "$why" ]; then
+    if [ "${CI:-}" = true ]; then echo "FAIL: emulated card impossible under CI: $why" >&2; exit 1; fi
+    echo "SKIP: emulated card needs root, FUSE and loop devices: $why"; exit 77
+  fi
+}
+
+CARDS=()   # "loopdev fusedir pid mountpoint" per card, for cleanup
+# card_start NAME SIZE [--filter=F ...] [key=value ...]: sets CARD_DEV (/dev/loopN) and CARD_NAME.
+# nbdkit wants filters before the plugin and every parameter (the plugin's and the filters') after.
+card_start() {
+  local name=$1 size=$2; shift 2
+  local dir=$E2E_WORK/card-$name filters=() params=() a
+  for a in "$@"; do
+    case $a in --filter=*) filters+=("$a") ;; *) params+=("$a") ;; esac
+  done
+  mkdir -p "$dir"
+  nbdfuse "$dir" --command nbdkit -s "${filters[@]}" memory size="$size" "${params[@]}" \
+    >"$E2E_WORK/nbdfuse-$name.log" 2>&1 &
+  local pid=$!
+  local i
+  for i in $(seq 1 100); do [ -e "$dir/nbd" ] && break; sleep 0.05; done
+  [ -e "$dir/nbd" ] || { cat "$E2E_WORK/nbdfuse-$name.log" >&2; return 1; }
+  CARD_DEV=$(losetup -f --show --direct-io=on "$dir/nbd")
+  CARD_NAME=${CARD_DEV#/dev/}
+  CARDS+=("$CARD_DEV $dir $pid -")
+}
+
+# card_mkfs_mount : ext4 on the last card, mounted; sets CARD_MNT.
+card_mkfs_mount() {
+  CARD_MNT=$E2E_WORK/mnt-$CARD_NAME
+  mkdir -p "$CARD_MNT"
+  mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$CARD_DEV"
+  mount -o noatime "$CARD_DEV" "$CARD_MNT"
+  local last=$(( ${#CARDS[@]} - 1 ))
+  CARDS[$last]="${CARDS[$last]% -} $CARD_MNT"
+}
+
+cards_cleanup() {
+  local c dev dir pid mnt
+  for c in "${CARDS[@]}"; do
+    read -r dev dir pid mnt <<<"$c"
+    [ "$mnt" != - ] && umount -l "$mnt" 2>/dev/null
+    losetup -d "$dev" 2>/dev/null
+    fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir" 2>/dev/null
+    kill "$pid" 2>/dev/null
+  done
+  CARDS=()
+}
+
+# Field 7 (sectors written) of a disk's stat, in bytes.
+stat_written_bytes() { awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$1/stat"; }
+
+# The value of the first sample matching an anchored extended regex on stdin.
+metric() { awk -v re="^$1 " '$0 ~ re { print $NF; found = 1; exit } END { if (!found) print "" }'; }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "test_util.h"
 
 namespace diskprobe::config {
@@ -273,6 +275,37 @@ TEST(ProbesConfig, BadValues) {
   EXPECT_EQ(got[4], "p.yml:7:21: probes.defaults.randread.ops: must be an integer from 1 to 4096, got \"0\"");
   EXPECT_EQ(got[5], "p.yml:7:42: probes.defaults.randread.size: unknown key (known keys: enabled, interval, ops, block_size)");
   EXPECT_EQ(got[6].rfind("p.yml:9:5: probes.devices.mmc[: invalid regular expression \"mmc[\": ", 0), 0u) << got[6];
+}
+
+}  // namespace
+}  // namespace diskprobe::config
+
+namespace diskprobe::config {
+namespace {
+
+TEST(Config, DurationAboveMaximum) {
+  // 20000w would overflow the discovery thread's timer (found by review: 100 % CPU).
+  auto r = LoadString("devices:\n  discovery_interval: 20000w\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             "t.yml:2:23: devices.discovery_interval: duration \"20000w\" is above the maximum of 86400s"});
+}
+
+TEST(Config, OneDocumentOnly) {
+  auto r = LoadString("---\ndevices: {discovery_interval: 5s}\n---\ndevices: {bogus: 1}\n", "m.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             "m.yml:4:1: more than one YAML document; a configuration is a single document"});
+}
+
+TEST(Config, HugeFileIsRefusedNotTruncated) {
+  std::string path = ::testing::TempDir() + "/huge.yml";
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 60000; ++i) out << "# padding line to make the file larger than one MiB\n";
+    out << "bogus_key: 1\n";
+  }
+  auto r = LoadFile(path);
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             path + ":0:0: file is larger than 1 MiB; not a diskprobe_exporter configuration"});
 }
 
 }  // namespace

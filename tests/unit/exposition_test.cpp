@@ -72,3 +72,22 @@ TEST(WriteExposition, Histogram) {
 
 }  // namespace
 }  // namespace diskprobe
+
+namespace diskprobe {
+namespace {
+
+// A card's product name is bytes from the card; Prometheus rejects a scrape with invalid UTF-8.
+TEST(WriteExposition, InvalidUtf8InLabelValuesBecomesReplacementCharacter) {
+  collectors::Families f;
+  auto& g = collectors::AddFamily(&f, "diskprobe_x_info", "x", prometheus::MetricType::Gauge);
+  collectors::AddSample(g, {{"name", std::string("SD\xff\xfe caf\xc3\xa9 \xe2\x82\xac \xed\xa0\x80 \xc0\xaf")}}, 1);
+  std::string out;
+  WriteExposition(f, &out);
+  EXPECT_NE(out.find("name=\"SD\xef\xbf\xbd\xef\xbf\xbd caf\xc3\xa9 \xe2\x82\xac \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                     "\xef\xbf\xbd\xef\xbf\xbd\""),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace diskprobe

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# End-to-end: the probes on emulated SD cards (nbdkit filters behind a loop device, FIELD-NOTES),
+# side by side with fio. Prints every figure. Needs root, FUSE and loop devices: skips (77)
+# outside CI without them, fails under CI=true.
+# Usage: probes_e2e.sh <path to diskprobe_exporter>
+EXPORTER=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+require_card_support
+for tool in fio mkfs.ext4 jq sha256sum; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+cd "$E2E_WORK"
+
+within() {  # within A B PCT: |A/B - 1| <= PCT/100
+  awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { r = a / b; exit !(b > 0 && r >= 1 - p / 100 && r <= 1 + p / 100) }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+ms() { awk -v s="$1" 'BEGIN { printf "%.3f", s * 1000 }'; }
+stop_exporter() { kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true; }
+
+# ---------------------------------------------------------------------------------------------
+log "card A: rdelay=2ms wdelay=5ms (256 MiB, ext4)"
+card_start A 256M --filter=delay rdelay=2ms wdelay=5ms
+A=$CARD_NAME; ADEV=$CARD_DEV
+card_mkfs_mount; AMNT=$CARD_MNT
+cat >a.yml <<YML
+devices: {include: ['$A']}
+probes:
+  state_directory: $AMNT/state
+  busy_threshold: 1
+  jitter: 0
+  defaults:
+    randread: {interval: 1s}
+    seqread: {interval: 2s}
+    write: {interval: 1s}
+    fsync: {interval: 1s}
+YML
+start_exporter --config.file=a.yml
+sleep 7
+scrape >a1.txt
+rr_count=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"randread\"\\}" <a1.txt)
+rr_under=$(metric "diskprobe_probe_latency_seconds_bucket\\{device=\"$A\",probe=\"randread\",le=\"0.002\"\\}" <a1.txt)
+check "randread: $rr_count ops, $rr_under of them at or under 2 ms" bash -c "[ ${rr_count:-0} -ge 48 ] && [ '$rr_under' = 0 ]"
+for p in write fsync; do
+  c=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"$p\"\\}" <a1.txt)
+  u=$(metric "diskprobe_probe_latency_seconds_bucket\\{device=\"$A\",probe=\"$p\",le=\"0.005\"\\}" <a1.txt)
+  check "$p: $c ops, $u of them at or under 5 ms" bash -c "[ ${c:-0} -ge 8 ] && [ '$u' = 0 ]"
+done
+check "direct_io 1 for randread and write" bash -c \
+  "grep -q '^diskprobe_probe_direct_io{device=\"$A\",probe=\"randread\"} 1$' a1.txt && grep -q '^diskprobe_probe_direct_io{device=\"$A\",probe=\"write\"} 1$' a1.txt"
+
+# Fill the page cache with the whole card, then probe again: O_DIRECT reads must still see 2 ms.
+dd if="$ADEV" of=/dev/null bs=1M status=none
+cached=$(awk '/^Cached:/ { print $2 }' /proc/meminfo)
+sleep 4
+scrape >a2.txt
+rr_count2=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"randread\"\\}" <a2.txt)
+rr_under2=$(metric "diskprobe_probe_latency_seconds_bucket\\{device=\"$A\",probe=\"randread\",le=\"0.002\"\\}" <a2.txt)
+check "after reading the whole card into the page cache (Cached: $cached kB): $((rr_count2 - rr_count)) more randreads, still none <= 2 ms" \
+  bash -c "[ $rr_count2 -gt $rr_count ] && [ '$rr_under2' = 0 ]"
+mean_of() {  # mean_of FILE PROBE
+  local s c
+  s=$(metric "diskprobe_probe_latency_seconds_sum\\{device=\"$A\",probe=\"$2\"\\}" <"$1")
+  c=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"$2\"\\}" <"$1")
+  awk -v s="$s" -v c="$c" 'BEGIN { printf "%.9f", s / c }'
+}
+# Means from the first window (a1): during the second one, dd kept the card busy.
+ex_rr=$(mean_of a1.txt randread); ex_wr=$(mean_of a1.txt write); ex_fs=$(mean_of a1.txt fsync)
+stop_exporter
+
+fio_rr=$(fio --name=rr --filename="$ADEV" --rw=randread --bs=4k --direct=1 --ioengine=psync --iodepth=1 \
+  --runtime=5 --time_based --output-format=json 2>/dev/null | jq '.jobs[0].read.clat_ns.mean / 1e9')
+# The write probe is O_DIRECT|O_DSYNC: fio's same op is sync=dsync. fio's sync=1 is O_SYNC, which
+# also commits the inode's mtime through the journal on every write: printed for comparison.
+# fio's file is written once beforehand, as the probe file is: fio would otherwise fallocate it
+# and time ext4's unwritten-extent conversions (journal commits) instead of the card's writes.
+dd if=/dev/urandom of="$AMNT/fio.dat" bs=1M count=16 oflag=direct conv=fsync status=none
+fio_wr=$(fio --name=rw --fallocate=none --filename="$AMNT/fio.dat" --size=16M --rw=randwrite --bs=4k --direct=1 --sync=dsync \
+  --ioengine=psync --iodepth=1 --runtime=5 --time_based --output-format=json 2>/dev/null | jq '.jobs[0].write.clat_ns.mean / 1e9')
+fio_wr_osync=$(fio --name=rw --fallocate=none --filename="$AMNT/fio.dat" --size=16M --rw=randwrite --bs=4k --direct=1 --sync=1 \
+  --ioengine=psync --iodepth=1 --runtime=5 --time_based --output-format=json 2>/dev/null | jq '.jobs[0].write.clat_ns.mean / 1e9')
+fio_fs=$(fio --name=fs --fallocate=none --filename="$AMNT/fio.dat" --size=16M --rw=randwrite --bs=4k --fdatasync=1 \
+  --ioengine=psync --iodepth=1 --runtime=5 --time_based --output-format=json 2>/dev/null | jq '.jobs[0].write.clat_ns.mean / 1e9 + .jobs[0].sync.lat_ns.mean / 1e9')
+log "mean op latency, exporter vs fio: randread $(ms "$ex_rr") ms vs $(ms "$fio_rr") ms (ratio $(ratio "$ex_rr" "$fio_rr")); write (O_DIRECT|O_DSYNC) $(ms "$ex_wr") ms vs fio sync=dsync $(ms "$fio_wr") ms (ratio $(ratio "$ex_wr" "$fio_wr")), fio sync=1 (O_SYNC) $(ms "$fio_wr_osync") ms; fsync (write+fdatasync) $(ms "$ex_fs") ms vs fio fdatasync=1 write+sync $(ms "$fio_fs") ms (ratio $(ratio "$ex_fs" "$fio_fs"))"
+check "randread mean within 10 % of fio's 4K randread QD1 direct psync" within "$ex_rr" "$fio_rr" 10
+check "write mean within 10 % of fio's 4K randwrite QD1 direct=1 sync=dsync" within "$ex_wr" "$fio_wr" 10
+
+# ---------------------------------------------------------------------------------------------
+log "write budget: a tiny budget stops the writes; the device's own counters agree"
+mkdir -p "$AMNT/budget"
+sync; sleep 1
+w0=$(stat_written_bytes "$A")
+cat >b.yml <<YML
+devices: {include: ['$A']}
+probes:
+  state_directory: $AMNT/state
+  write_directories: ['$AMNT/budget']
+  probe_file_size: 1MiB
+  write_budget_per_day: 1200KiB
+  busy_threshold: 1
+  jitter: 0
+  defaults:
+    randread: {enabled: false}
+    seqread: {enabled: false}
+    write: {interval: 1s}
+    fsync: {interval: 1s}
+YML
+start_exporter --config.file=b.yml
+for i in $(seq 1 40); do
+  scrape >b1.txt
+  sb=$(metric "diskprobe_probe_runs_total\\{device=\"$A\",probe=\"write\",result=\"skipped_budget\"\\}" <b1.txt)
+  [ "${sb:-0}" -ge 2 ] && break
+  sleep 0.5
+done
+stop_exporter
+sync; sleep 1
+w1=$(stat_written_bytes "$A")
+remaining=$(metric "diskprobe_probe_write_budget_remaining_bytes\\{device=\"$A\"\\}" <b1.txt)
+wsum=$(awk -v d="$A" '$1 ~ "^diskprobe_probe_written_bytes_total\\{device=\""d"\"" { s += $2 } END { printf "%.0f", s }' b1.txt)
+budget=$((1200 * 1024))
+dev=$((w1 - w0))
+log "budget $budget B: probes wrote $wsum B, remaining $remaining B, skipped_budget runs (write) $sb; device stat says $dev B written"
+check "writes stopped at the budget: written <= budget and budget - remaining == written" \
+  bash -c "[ $wsum -le $budget ] && [ $((budget - remaining)) = $wsum ]"
+check "skipped_budget counted" test "${sb:-0}" -ge 2
+check "the device's counters agree with written_bytes_total within filesystem metadata (device $dev B >= probes $wsum B, excess $((dev - wsum)) B <= 25 %)" \
+  bash -c "[ $dev -ge $wsum ] && [ $((dev - wsum)) -le $((wsum / 4)) ]"
+
+# ---------------------------------------------------------------------------------------------
+log "safety: symlinked directory, symlinked probe file, a block device as the directory"
+card_start C 16M
+C=$CARD_NAME; CDEV=$CARD_DEV
+dd if=/dev/urandom of="$CDEV" bs=1M count=16 oflag=direct status=none
+c_before=$(sha256sum <"$CDEV")
+S=$AMNT/safety
+mkdir -p "$S/real" "$S/filelink"
+ln -s "$S/real" "$S/dirlink"
+head -c 65536 /dev/urandom >"$S/precious"
+ln -s "$S/precious" "$S/filelink/diskprobe_exporter.probe"
+p_before=$(sha256sum <"$S/precious")
+cat >c.yml <<YML
+devices: {include: ['$A', '$C']}
+probes:
+  state_directory: $AMNT/state
+  write_directories: ['$S/dirlink', '$S/filelink', '$CDEV']
+  probe_file_size: 1MiB
+  busy_threshold: 1
+  defaults:
+    randread: {enabled: false}
+    seqread: {enabled: false}
+    write: {interval: 1s}
+    fsync: {interval: 1s}
+YML
+start_exporter --config.file=c.yml
+sleep 4
+scrape >c1.txt
+stop_exporter
+for d in "$S/dirlink" "$S/filelink" "$CDEV"; do
+  check "directory_up 0 for $d" grep -q "^diskprobe_probe_directory_up{device=\"[^\"]*\",directory=\"$d\"} 0$" c1.txt
+done
+check "log: symlinked directory refused" grep -q "probe directory $S/dirlink is a symlink; refusing" "$E2E_WORK/exporter.log"
+check "log: symlinked probe file refused" grep -q "probe file $S/filelink/diskprobe_exporter.probe is a symlink; refusing" "$E2E_WORK/exporter.log"
+check "log: block device refused" grep -q "probe directory $CDEV is a device; refusing" "$E2E_WORK/exporter.log"
+check "symlink target unchanged (sha256)" test "$(sha256sum <"$S/precious")" = "$p_before"
+check "real directory behind the symlink still empty" test -z "$(ls -A "$S/real")"
+check "block device unchanged (sha256 of all 16 MiB)" test "$(sha256sum <"$CDEV")" = "$c_before"
+
+# ---------------------------------------------------------------------------------------------
+log "card D: 2 s read latency; scrapes during probe runs, stall detection"
+card_start D 64M --filter=delay rdelay=2
+D=$CARD_NAME
+cat >d.yml <<YML
+devices: {include: ['$D']}
+probes:
+  state_directory: $AMNT/state
+  op_deadline: 500ms
+  busy_threshold: 1
+  jitter: 0
+  defaults:
+    randread: {interval: 1s, ops: 3}
+    seqread: {enabled: false}
+    write: {enabled: false}
+    fsync: {enabled: false}
+YML
+start_exporter --config.file=d.yml
+stalled=""
+for i in $(seq 1 60); do
+  stalled=$(scrape | metric "diskprobe_probe_stalled\\{device=\"$D\"\\}")
+  [ "$stalled" = 1 ] && break
+  sleep 0.1
+done
+check "stalled becomes 1 while a 2 s read is past the 500 ms deadline" test "$stalled" = 1
+worst=0
+for i in $(seq 1 50); do
+  t=$(curl -s -o /dev/null -w '%{time_total}' "http://$EXPORTER_ADDR/metrics")
+  worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a) ? b : a }')
+  sleep 0.05
+done
+check "50 scrapes during 2 s probe operations: slowest $(ms "$worst") ms < 100 ms" awk -v w="$worst" 'BEGIN { exit !(w < 0.1) }'
+sleep 2.5
+scrape >d1.txt
+to=$(metric "diskprobe_probe_runs_total\\{device=\"$D\",probe=\"randread\",result=\"timeout\"\\}" <d1.txt)
+check "the late op counted as a timeout (timeout runs: $to)" test "${to:-0}" -ge 1
+start_ns=$(date +%s%N); kill -TERM "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+elapsed=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+check "SIGTERM during a stalled operation: exited in $elapsed ms (< 2000)" test "$elapsed" -lt 2000
+
+# ---------------------------------------------------------------------------------------------
+log "card E: 20 MB/s bus cap (nbdkit rate filter), seqread vs fio sequential read"
+# rate is in bits/s: 160M = 20 MB/s. The filter's token bucket lets 2 s of traffic through at full
+# speed after idling (burstiness); a card's bus has no such bucket, so it is made small here, and
+# the seqread made longer than the bucket, so both tools see the steady rate.
+card_start E 128M --filter=rate rate=160M burstiness=0.05
+E=$CARD_NAME; EDEV=$CARD_DEV
+cat >e.yml <<YML
+devices: {include: ['$E']}
+probes:
+  state_directory: $AMNT/state
+  busy_threshold: 1
+  jitter: 0
+  defaults:
+    randread: {enabled: false}
+    seqread: {interval: 1s, size: 32MiB}
+    write: {enabled: false}
+    fsync: {enabled: false}
+YML
+start_exporter --config.file=e.yml
+sleep 9
+scrape >e1.txt
+stop_exporter
+ex_sr=$(awk -v d="$E" '$1 ~ "^diskprobe_probe_latency_seconds_(sum|count)\\{device=\""d"\",probe=\"seqread\"" { if ($1 ~ /_sum/) s = $2; else c = $2 } END { printf "%.0f", c * 1048576 / s }' e1.txt)
+fio_sr=$(fio --name=sr --filename="$EDEV" --rw=read --bs=1M --direct=1 --ioengine=psync --iodepth=1 \
+  --runtime=5 --time_based --output-format=json 2>/dev/null | jq '.jobs[0].read.bw_bytes')
+log "seqread throughput: exporter $ex_sr B/s vs fio $fio_sr B/s (ratio $(ratio "$ex_sr" "$fio_sr"))"
+check "seqread throughput within 10 % of fio's 1 MiB sequential read" within "$ex_sr" "$fio_sr" 10
+
+if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all probe end-to-end checks passed"
