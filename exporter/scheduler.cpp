@@ -146,7 +146,7 @@ class DeviceWorker {
     std::map<ProbeKind, ProbeStats> next;
     for (int i = 0; i < config::kProbeKinds; ++i) {
       auto k = static_cast<ProbeKind>(i);
-      bool scheduled = set[k].enabled && (config::IsWriteProbe(k) ? !plan_.write_dirs.empty() : plan_.read_probes);
+      bool scheduled = set[k].enabled && (config::UsesProbeFile(k) ? !plan_.write_dirs.empty() : plan_.read_probes);
       if (!scheduled) continue;
       auto it = stats_.find(k);
       next[k] = it != stats_.end() ? it->second : ProbeStats{};
@@ -161,7 +161,7 @@ class DeviceWorker {
     for (int i = 0; i < config::kProbeKinds; ++i) {
       auto k = static_cast<ProbeKind>(i);
       if (!set[k].enabled) continue;
-      if (config::IsWriteProbe(k)) {
+      if (config::UsesProbeFile(k)) {
         for (const auto& d : plan.write_dirs) jobs.push_back({k, d});
       } else if (plan.read_probes) {
         jobs.push_back({k, ""});
@@ -264,6 +264,7 @@ class DeviceWorker {
       for (std::size_t i = 0; i < s.errors.size(); ++i) s.errors[i] += delta->errors[i];
       s.read_bytes += delta->read_bytes;
       s.written_bytes += delta->written_bytes;
+      s.corruptions += delta->corruptions;
     }
     if (direct >= 0) s.direct_io = direct;
     if (out != nullptr) {
@@ -306,7 +307,7 @@ class DeviceWorker {
         return;
       }
     }
-    if (config::IsWriteProbe(job.kind)) RunWriteJob(plan, job, settings);
+    if (config::UsesProbeFile(job.kind)) RunWriteJob(plan, job, settings);
     else RunReadJob(plan, job, settings);
   }
 
@@ -320,6 +321,15 @@ class DeviceWorker {
     if (write) delta.written_bytes += out.bytes;
     else delta.read_bytes += out.bytes;
     RunResult result = RunResult::kOk;
+    for (const auto& c : out.corruptions) {
+      // Each damaged offset is counted (and logged) once, until a probe write replaces it.
+      if (!reported_corrupt_.insert({dir, c.offset}).second) continue;
+      ++delta.corruptions;
+      log::Error("probe file block corrupted: the card lost or damaged written data",
+                 {{"device", device_const_.name}, {"file", util::JoinPath(dir, probes::kProbeFileName)},
+                  {"offset", std::to_string(c.offset)}, {"problem", c.problem}});
+    }
+    if (!out.corruptions.empty()) result = RunResult::kError;
     if (out.error != 0) {
       result = RunResult::kError;
       delta.CountError(out.error);
@@ -329,7 +339,7 @@ class DeviceWorker {
       NoteError(kind, dir, "operation exceeded op_deadline");
     } else if (out.budget_exhausted && out.ops == 0) {
       result = RunResult::kSkippedBudget;
-    } else {
+    } else if (out.corruptions.empty()) {
       NoteError(kind, dir, "");
     }
     double duration = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -414,6 +424,15 @@ class DeviceWorker {
     ProbeStats delta;
     probes::RunOutcome out;
     auto& file = files_[job.dir];
+    if (job.kind == ProbeKind::kVerify) {
+      if (!file) return;  // nothing written yet to read back; verify never creates the file
+      probes::RunEnv env = Env(settings, &delta, [](std::uint64_t) { return false; });
+      out = probes::RunVerify(*file, env);
+      // Blocks written again since they were found damaged may be reported anew.
+      for (const auto& [index, seq] : file->recent()) reported_corrupt_.erase({job.dir, index * probes::kProbeBlock});
+      Finish(job.kind, job.dir, out, delta, t0, file->direct_io() ? 1 : 0, false);
+      return;
+    }
     if (!file) {
       probes::ProbeFileOptions opt;
       opt.directory = job.dir;
@@ -517,6 +536,7 @@ class DeviceWorker {
   std::mt19937_64 rng_;
   std::map<std::string, std::unique_ptr<probes::ProbeFile>> files_;
   std::map<std::string, std::string> last_error_;
+  std::set<std::pair<std::string, std::uint64_t>> reported_corrupt_;  // (directory, offset)
   bool logged_buffered_[config::kProbeKinds] = {};
 };
 

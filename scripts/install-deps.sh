@@ -8,7 +8,7 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
-            nlohmann-json3-dev)
+            nlohmann-json3-dev libboost-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq
            nbdkit libnbd-bin fuse3 fio e2fsprogs)
 

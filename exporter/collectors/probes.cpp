@@ -41,6 +41,10 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
   auto& stalled = AddFamily(out, "diskprobe_probe_stalled",
                             "1 while a probe operation on the device is past op_deadline and has not returned.",
                             MetricType::Gauge);
+  auto& corrupt = AddFamily(out, "diskprobe_probe_corruptions_total",
+                            "Probe-file blocks the verify probe read back damaged or stale (a lost write): each "
+                            "offset once. The offsets are in the log.",
+                            MetricType::Counter);
   auto& budget = AddFamily(out, "diskprobe_probe_write_budget_remaining_bytes",
                            "Bytes the write probes may still write to the device this UTC day.", MetricType::Gauge);
 
@@ -70,6 +74,7 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
         l.push_back({"reason", std::string(probes::kErrorReasons[e])});
         AddSample(errors, std::move(l), double(s.errors[e]));
       }
+      if (kind == config::ProbeKind::kVerify) AddSample(corrupt, {{"device", snap.device}}, double(s.corruptions));
       if (config::IsWriteProbe(kind)) AddSample(wbytes, base, double(s.written_bytes));
       else AddSample(rbytes, base, double(s.read_bytes));
       if (s.direct_io >= 0) AddSample(direct, base, s.direct_io);

@@ -19,6 +19,8 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKi
   const bool seq = kind == ProbeKind::kSeqRead || kind == ProbeKind::kSeqWrite;
   if (seq) {
     if (!r.CheckMap(node, path, {"enabled", "interval", "size", "request_size"})) return;
+  } else if (kind == ProbeKind::kVerify) {
+    if (!r.CheckMap(node, path, {"enabled", "interval", "ops"})) return;
   } else {
     if (!r.CheckMap(node, path, {"enabled", "interval", "ops", "block_size"})) return;
   }
@@ -31,12 +33,12 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKi
     std::uint64_t ops = s->ops;
     r.ReadUint(node, path, "ops", &ops, 1, 4096);
     s->ops = static_cast<std::uint32_t>(ops);
-    r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
+    if (kind != ProbeKind::kVerify) r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
   }
 }
 
 void ApplyProbeSet(const YAML::Node& node, const std::string& path, YamlReader& r, ProbeSet* set) {
-  if (!r.CheckMap(node, path, {"randread", "seqread", "write", "fsync", "seqwrite"})) return;
+  if (!r.CheckMap(node, path, {"randread", "seqread", "write", "fsync", "seqwrite", "verify"})) return;
   if (!node.IsDefined() || node.IsNull()) return;
   for (int i = 0; i < kProbeKinds; ++i) {
     auto kind = static_cast<ProbeKind>(i);
@@ -166,6 +168,7 @@ std::string_view ProbeKindName(ProbeKind k) {
     case ProbeKind::kWrite: return "write";
     case ProbeKind::kFsync: return "fsync";
     case ProbeKind::kSeqWrite: return "seqwrite";
+    case ProbeKind::kVerify: return "verify";
   }
   return "unknown";
 }

@@ -36,10 +36,13 @@ struct ProbeSettings {
 };
 
 // The kinds, in the order they are exported.
-enum class ProbeKind { kRandRead = 0, kSeqRead, kWrite, kFsync, kSeqWrite };
-inline constexpr int kProbeKinds = 5;
-std::string_view ProbeKindName(ProbeKind k);  // "randread", "seqread", "write", "fsync", "seqwrite"
+enum class ProbeKind { kRandRead = 0, kSeqRead, kWrite, kFsync, kSeqWrite, kVerify };
+inline constexpr int kProbeKinds = 6;
+// "randread", "seqread", "write", "fsync", "seqwrite", "verify"
+std::string_view ProbeKindName(ProbeKind k);
 inline bool IsWriteProbe(ProbeKind k) { return k == ProbeKind::kWrite || k == ProbeKind::kFsync || k == ProbeKind::kSeqWrite; }
+// Probes that work in the probe file (the write probes and verify, which reads it back).
+inline bool UsesProbeFile(ProbeKind k) { return IsWriteProbe(k) || k == ProbeKind::kVerify; }
 
 struct ProbeSet {
   ProbeSettings kinds[kProbeKinds];

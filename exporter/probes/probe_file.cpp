@@ -12,13 +12,17 @@
 #include <optional>
 #include <random>
 
+#include <boost/crc.hpp>
+
 #include "util/file.h"
 
 namespace diskprobe::probes {
 namespace {
 
 constexpr char kFileMagic[16] = {'D', 'I', 'S', 'K', 'P', 'R', 'O', 'B', 'E', '-', 'F', 'I', 'L', 'E', '1', 0};
-constexpr char kBlockMagic[8] = {'D', 'P', 'B', 'L', 'O', 'C', 'K', '1'};
+constexpr char kBlockMagic[8] = {'D', 'P', 'B', 'L', 'O', 'C', 'K', '2'};
+constexpr std::uint64_t kFormatVersion = 2;  // 1: blocks without CRC32C (replaced on sight)
+constexpr std::size_t kRecentMax = 512;
 
 void PutU64(unsigned char* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
@@ -78,10 +82,39 @@ std::string DiskOfDev(const std::string& sysfs, dev_t dev) {
   return target.filename().string();
 }
 
+std::uint32_t Crc32c(const unsigned char* data, std::size_t len) {
+  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> crc;
+  crc.process_bytes(data, len);
+  return crc.checksum();
+}
+
+namespace {
+std::uint32_t BlockCrc(const unsigned char* block) {
+  unsigned char copy[kProbeBlock];
+  std::memcpy(copy, block, kProbeBlock);
+  std::memset(copy + 24, 0, 4);
+  return Crc32c(copy, kProbeBlock);
+}
+}  // namespace
+
+std::string CheckBlock(const unsigned char* block, std::uint64_t index, std::optional<std::uint64_t> expected_sequence) {
+  if (std::memcmp(block, kBlockMagic, sizeof kBlockMagic) != 0) return "bad block magic";
+  std::uint64_t off = GetU64(block + 8);
+  if (off != index * kProbeBlock)
+    return "offset field " + std::to_string(off) + ", expected " + std::to_string(index * kProbeBlock);
+  std::uint32_t stored = static_cast<std::uint32_t>(GetU64(block + 24) & 0xffffffffu);
+  if (stored != BlockCrc(block)) return "CRC32C mismatch";
+  std::uint64_t seq = GetU64(block + 16);
+  if (expected_sequence && seq != *expected_sequence)
+    return "sequence " + std::to_string(seq) + ", expected " + std::to_string(*expected_sequence) +
+           (seq < *expected_sequence ? " (a lost write)" : "");
+  return "";
+}
+
 void EncodeHeader(const ProbeFileHeader& h, unsigned char* block) {
   std::memset(block, 0, kProbeBlock);
   std::memcpy(block, kFileMagic, sizeof kFileMagic);
-  PutU64(block + 16, 1);  // format version
+  PutU64(block + 16, kFormatVersion);
   PutU64(block + 24, kProbeBlock);
   PutU64(block + 32, h.file_size);
   PutU64(block + 40, h.budget_day);
@@ -89,9 +122,10 @@ void EncodeHeader(const ProbeFileHeader& h, unsigned char* block) {
   PutU64(block + 56, h.sequence);
 }
 
-bool DecodeHeader(const unsigned char* block, ProbeFileHeader* h) {
+bool DecodeHeader(const unsigned char* block, ProbeFileHeader* h, std::uint64_t* version) {
   if (std::memcmp(block, kFileMagic, sizeof kFileMagic) != 0) return false;
-  if (GetU64(block + 16) != 1 || GetU64(block + 24) != kProbeBlock) return false;
+  if (version != nullptr) *version = GetU64(block + 16);
+  if (GetU64(block + 16) < 1 || GetU64(block + 16) > kFormatVersion || GetU64(block + 24) != kProbeBlock) return false;
   h->file_size = GetU64(block + 32);
   h->budget_day = GetU64(block + 40);
   h->budget_used = GetU64(block + 48);
@@ -104,6 +138,30 @@ void ProbeFile::StampBlock(unsigned char* buf, std::uint64_t index) {
   std::memcpy(buf, kBlockMagic, sizeof kBlockMagic);
   PutU64(buf + 8, index * kProbeBlock);
   PutU64(buf + 16, ++header_.sequence);
+  PutU64(buf + 24, 0);
+  PutU64(buf + 24, BlockCrc(buf));
+  stamped_.emplace_back(index, header_.sequence);
+  if (stamped_.size() > kRecentMax) stamped_.pop_front();
+}
+
+void ProbeFile::CommitWritten(std::uint64_t offset, std::uint64_t len) {
+  const std::uint64_t first = offset / kProbeBlock, last = (offset + len) / kProbeBlock;
+  for (auto it = stamped_.begin(); it != stamped_.end();) {
+    if (it->first >= first && it->first < last) {
+      // A block written again replaces its older record.
+      for (auto r = recent_.begin(); r != recent_.end(); ++r)
+        if (r->first == it->first) {
+          recent_.erase(r);
+          break;
+        }
+      recent_.push_front(*it);
+      it = stamped_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  while (recent_.size() > kRecentMax) recent_.pop_back();
+  stamped_.clear();  // stamps of a failed write are void
 }
 
 int ProbeFile::SaveHeader(unsigned char* aligned_block) {
@@ -185,12 +243,13 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
       return nullptr;
     }
     ProbeFileHeader h;
+    std::uint64_t version = 0;
     ssize_t n = ::pread(fd, block.data(), kProbeBlock, 0);
-    if (n != static_cast<ssize_t>(kProbeBlock) || !DecodeHeader(block.data(), &h)) {
+    if (n != static_cast<ssize_t>(kProbeBlock) || !DecodeHeader(block.data(), &h, &version)) {
       *error = "file " + f->path_ + " exists and is not a diskprobe probe file; refusing to overwrite it";
       return nullptr;
     }
-    if (h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
+    if (version != kFormatVersion || h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
       // Ours, with another size: replace it, keeping the day's budget use.
       carry = h;
       if (::unlinkat(f->dir_fd_.get(), kProbeFileName, 0) != 0) {
@@ -254,6 +313,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   }
 
   if (created) {
+    f->stamped_.clear();
     // Fill the file with data so later probe writes overwrite allocated, written blocks (no
     // extent conversion or allocation in the timed path, and no metadata writes per probe).
     const std::size_t chunk = 256 * kProbeBlock;
@@ -270,6 +330,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
       }
       *bytes_written += len;
     }
+    f->stamped_.clear();  // the fill is not a probe write: verify samples it at random, unexpected
     int e = f->SaveHeader(block.data());
     if (e != 0) {
       *err_no = e;

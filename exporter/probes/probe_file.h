@@ -8,11 +8,18 @@
 //
 // Layout: block 0 is a header (magic, geometry, the write budget's day and bytes used that day,
 // so the budget survives restarts); blocks 1..N-1 are data blocks. Every data block written starts
-// with a block header (magic, offset, sequence) followed by fresh random bytes.
+// with a block header followed by fresh random bytes:
+//   bytes 0-7 "DPBLOCK2", 8-15 the block's own file offset, 16-23 a sequence number (one per block
+//   written, increasing), 24-27 CRC32C (Castagnoli, as iSCSI/ext4 use it) of the whole block with
+//   these four bytes zeroed, 28-31 zero.
+// The verify probe reads blocks back and checks all of it: a card that drops a write returns the
+// block's older contents (valid CRC, wrong sequence); one that corrupts data fails the CRC.
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "probes/io.h"
@@ -72,6 +79,11 @@ class ProbeFile {
 
   // Fills `buf` (kProbeBlock bytes, aligned) as data block `index` with the next sequence number.
   void StampBlock(unsigned char* buf, std::uint64_t index);
+  // Records that the blocks stamped for [offset, offset+len) reached the file (the write
+  // returned success): the verify probe will expect exactly them there.
+  void CommitWritten(std::uint64_t offset, std::uint64_t len);
+  // The most recently written blocks, newest first: (block index, sequence).
+  const std::deque<std::pair<std::uint64_t, std::uint64_t>>& recent() const { return recent_; }
 
   // Writes the header block (O_DSYNC). Returns 0 or errno; the caller counts kProbeBlock bytes.
   int SaveHeader(unsigned char* aligned_block);
@@ -85,10 +97,22 @@ class ProbeFile {
   std::uint64_t free_floor_ = 0;
   double free_ratio_ = 0;
   std::uint64_t rng_state_ = 0;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> stamped_;  // stamped, not yet written
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> recent_;   // written, newest first
 };
 
-// Encodes / decodes block 0. Decode returns false when the block is not a diskprobe header.
+// CRC32C (Castagnoli) of `len` bytes.
+std::uint32_t Crc32c(const unsigned char* data, std::size_t len);
+
+// Checks a data block read back from `index`. `expected_sequence`: the sequence last written
+// there, when known. Returns "" when the block is intact, else what is wrong ("bad magic",
+// "offset field 8192, expected 12288", "CRC32C mismatch", "sequence 41, expected 57 (a lost
+// write)").
+std::string CheckBlock(const unsigned char* block, std::uint64_t index, std::optional<std::uint64_t> expected_sequence);
+
+// Encodes / decodes block 0 (format version 2). Decode returns false when the block is not a
+// diskprobe header; *version (if given) receives the version of a diskprobe header of any version.
 void EncodeHeader(const ProbeFileHeader& h, unsigned char* block);
-bool DecodeHeader(const unsigned char* block, ProbeFileHeader* h);
+bool DecodeHeader(const unsigned char* block, ProbeFileHeader* h, std::uint64_t* version = nullptr);
 
 }  // namespace diskprobe::probes

@@ -1,6 +1,7 @@
 #include "probes/runners.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 namespace diskprobe::probes {
@@ -92,6 +93,7 @@ RunOutcome RunWrite(ProbeFile& file, RunEnv& env) {
     }
     for (std::uint64_t i = 0; i < bs; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
     OpResult r = Tracked(env, [&] { return TimedPwrite(file.io_fd(), buf.data(), bs, off); });
+    if (r.error == 0) file.CommitWritten(off, bs);
     if (!Account(env, r, &out)) break;
   }
   return out;
@@ -110,6 +112,7 @@ RunOutcome RunFsync(ProbeFile& file, RunEnv& env) {
     }
     for (std::uint64_t i = 0; i < bs; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
     OpResult r = Tracked(env, [&] { return TimedPwriteFdatasync(file.sync_fd(), buf.data(), bs, off); });
+    if (r.error == 0) file.CommitWritten(off, bs);
     // Keep the page cache free of the probe file: it must not grow at the workload's expense.
     DropCache(file.sync_fd(), off, bs);
     if (!Account(env, r, &out)) break;
@@ -134,7 +137,36 @@ RunOutcome RunSeqWrite(ProbeFile& file, RunEnv& env) {
     }
     for (std::uint64_t i = 0; i < req; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
     OpResult r = Tracked(env, [&] { return TimedPwrite(file.io_fd(), buf.data(), req, off); });
+    if (r.error == 0) file.CommitWritten(off, req);
     if (!Account(env, r, &out)) break;
+  }
+  return out;
+}
+
+RunOutcome RunVerify(ProbeFile& file, RunEnv& env) {
+  RunOutcome out;
+  AlignedBuffer buf(kProbeBlock, kProbeBlock);
+  // (block index, expected sequence if known)
+  std::vector<std::pair<std::uint64_t, std::optional<std::uint64_t>>> picks;
+  const std::uint32_t n = env.settings.ops;
+  for (const auto& [index, seq] : file.recent()) {
+    if (picks.size() >= (n + 1) / 2) break;
+    picks.emplace_back(index, seq);
+  }
+  for (std::uint64_t rel : RandomOffsets(env.rng, file.data_blocks() * kProbeBlock, kProbeBlock, kProbeBlock, n)) {
+    if (picks.size() >= n) break;
+    const std::uint64_t index = rel / kProbeBlock + 1;
+    bool dup = false;
+    for (const auto& p : picks) dup = dup || p.first == index;
+    if (!dup) picks.emplace_back(index, std::nullopt);
+  }
+  for (const auto& [index, seq] : picks) {
+    const std::uint64_t off = index * kProbeBlock;
+    if (!file.direct_io()) DropCache(file.io_fd(), off, kProbeBlock);
+    OpResult r = Tracked(env, [&] { return TimedPread(file.io_fd(), buf.data(), kProbeBlock, off); });
+    if (!Account(env, r, &out)) break;
+    std::string problem = CheckBlock(buf.data(), index, seq);
+    if (!problem.empty()) out.corruptions.push_back({off, problem});
   }
   return out;
 }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "probes/probe_file.h"
@@ -25,6 +27,12 @@ struct RunEnv {
   std::function<bool(std::uint64_t bytes)> take_budget;
 };
 
+// A block the verify probe found damaged.
+struct Corruption {
+  std::uint64_t offset = 0;
+  std::string problem;  // probes::CheckBlock's description
+};
+
 struct RunOutcome {
   std::uint32_t ops = 0;          // operations completed
   int error = 0;                  // errno of the first failed operation (the run stops there)
@@ -32,6 +40,7 @@ struct RunOutcome {
   bool budget_exhausted = false;  // a write was refused by the budget before it started
   std::uint64_t bytes = 0;        // bytes transferred by completed operations
   std::int64_t op_ns = 0;         // sum of the completed operations' latencies
+  std::vector<Corruption> corruptions;  // verify only
 };
 
 // Offsets: `count` distinct multiples of `align` in [0, limit - len], uniformly at random.
@@ -46,5 +55,8 @@ RunOutcome RunSeqRead(int fd, bool direct, std::uint64_t device_bytes, std::uint
 RunOutcome RunWrite(ProbeFile& file, RunEnv& env);
 RunOutcome RunFsync(ProbeFile& file, RunEnv& env);
 RunOutcome RunSeqWrite(ProbeFile& file, RunEnv& env);
+// Reads back up to settings.ops blocks: half of them the most recently written (whose sequence is
+// known), the rest at random, and checks each (CheckBlock).
+RunOutcome RunVerify(ProbeFile& file, RunEnv& env);
 
 }  // namespace diskprobe::probes

@@ -30,6 +30,7 @@ struct ProbeStats {
   std::array<std::uint64_t, kErrorReasons.size()> errors{};
   std::uint64_t read_bytes = 0;
   std::uint64_t written_bytes = 0;
+  std::uint64_t corruptions = 0;   // verify: damaged blocks found (each offset counted once)
   bool has_last = false;           // a run completed (ok, error or timeout) at least once
   bool last_success = false;
   double last_timestamp = 0;       // Unix seconds at the end of the last run

@@ -35,6 +35,7 @@ probes:
     seqread: {interval: 2s}
     write: {interval: 1s}
     fsync: {interval: 1s}
+    verify: {interval: 1s}
 YML
 start_exporter --config.file=a.yml
 sleep 7
@@ -67,6 +68,17 @@ mean_of() {  # mean_of FILE PROBE
 }
 # Means from the first window (a1): during the second one, dd kept the card busy.
 ex_rr=$(mean_of a1.txt randread); ex_wr=$(mean_of a1.txt write); ex_fs=$(mean_of a1.txt fsync)
+
+# Corruption: overwrite the probe file's data blocks through another descriptor (what a card that
+# returns garbage would show); the verify probe must see it within one interval (1 s here).
+c0=$(metric "diskprobe_probe_corruptions_total\\{device=\"$A\"\\}" <a2.txt)
+pf=$AMNT/state/diskprobe_exporter.probe
+dd if=/dev/urandom of="$pf" bs=4096 seek=1 count=$(( $(stat -c %s "$pf") / 4096 - 1 )) conv=notrunc status=none
+sleep 2.5
+scrape >a3.txt
+c1=$(metric "diskprobe_probe_corruptions_total\\{device=\"$A\"\\}" <a3.txt)
+check "verify: corruptions_total $c0 -> $c1 within one interval of the damage" bash -c "[ '$c0' = 0 ] && [ ${c1:-0} -ge 1 ]"
+check "verify: the damaged offset is logged" grep -q 'msg="probe file block corrupted: the card lost or damaged written data".*offset=[0-9]' "$E2E_WORK/exporter.log"
 stop_exporter
 
 fio_rr=$(fio --name=rr --filename="$ADEV" --rw=randread --bs=4k --direct=1 --ioengine=psync --iodepth=1 \

@@ -62,7 +62,7 @@ TEST(ProbeFile, CreatesExclusivelyFilledWithHeader) {
   // Data blocks carry their magic and their own offset.
   std::string text = Slurp(f->path());
   EXPECT_EQ(text.substr(0, 15), "DISKPROBE-FILE1");
-  EXPECT_EQ(text.substr(4096 * 7, 8), "DPBLOCK1");
+  EXPECT_EQ(text.substr(4096 * 7, 8), "DPBLOCK2");
   std::uint64_t off = 0;
   for (int i = 0; i < 8; ++i) off |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[4096 * 7 + 8 + i])) << (8 * i);
   EXPECT_EQ(off, 4096u * 7);
@@ -302,6 +302,100 @@ TEST(ProbeStats, BucketsAndErrorClasses) {
   s.CountError(EPERM);
   s.CountError(ETIMEDOUT);
   EXPECT_EQ(s.errors, (std::array<std::uint64_t, 5>{1, 0, 1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace diskprobe::probes
+
+namespace diskprobe::probes {
+namespace {
+
+TEST(Crc32c, KnownVector) {
+  // RFC 3720 B.4 / the usual check value: CRC32C("123456789") = 0xE3069283.
+  const unsigned char s[] = {'1', '2', '3', '4', '5', '6', '7', '8', '9'};
+  EXPECT_EQ(Crc32c(s, sizeof s), 0xE3069283u);
+}
+
+class VerifyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    int e;
+    std::uint64_t written;
+    file_ = ProbeFile::Open(Options(dir_.path()), &err, &e, &written);
+    ASSERT_TRUE(file_) << err;
+    settings_.ops = 8;
+    settings_.block_size = 4096;
+  }
+  RunEnv Env() {
+    return RunEnv{settings_, &started_, 10'000'000'000, rng_, [](double) {}, [](std::uint64_t) { return true; }};
+  }
+  TempDir dir_;
+  std::unique_ptr<ProbeFile> file_;
+  config::ProbeSettings settings_;
+  std::mt19937_64 rng_{3};
+  std::atomic<std::int64_t> started_{0};
+};
+
+TEST_F(VerifyTest, IntactFileVerifiesClean) {
+  RunEnv env = Env();
+  RunOutcome w = RunWrite(*file_, env);
+  ASSERT_EQ(w.ops, 8u);
+  ASSERT_EQ(file_->recent().size(), 8u);
+  RunOutcome v = RunVerify(*file_, env);
+  EXPECT_EQ(v.error, 0);
+  EXPECT_EQ(v.ops, 8u);
+  EXPECT_TRUE(v.corruptions.empty()) << v.corruptions[0].problem;
+}
+
+TEST_F(VerifyTest, FlippedByteThroughAnotherDescriptorIsFound) {
+  RunEnv env = Env();
+  ASSERT_EQ(RunWrite(*file_, env).ops, 8u);
+  const std::uint64_t victim = file_->recent().front().first * kProbeBlock;
+  {
+    std::fstream f(file_->path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(victim + 1000));
+    f.put('\x5a');
+  }
+  RunOutcome v = RunVerify(*file_, env);
+  ASSERT_EQ(v.corruptions.size(), 1u);
+  EXPECT_EQ(v.corruptions[0].offset, victim);
+  EXPECT_EQ(v.corruptions[0].problem, "CRC32C mismatch");
+}
+
+TEST_F(VerifyTest, ALostWriteShowsAsAnOlderSequence) {
+  RunEnv env = Env();
+  ASSERT_EQ(RunWrite(*file_, env).ops, 8u);
+  const auto [index, seq] = file_->recent().front();
+  // Put back what the block held before the probe wrote it: a valid block with an older sequence,
+  // exactly what a card that acknowledged the write but dropped it returns.
+  AlignedBuffer old(kProbeBlock, kProbeBlock);
+  std::uint64_t saved_seq = file_->header().sequence;
+  file_->header().sequence = seq - 100;
+  file_->StampBlock(old.data(), index);
+  file_->header().sequence = saved_seq;
+  ASSERT_EQ(::pwrite(file_->sync_fd(), old.data(), kProbeBlock, static_cast<off_t>(index * kProbeBlock)),
+            static_cast<ssize_t>(kProbeBlock));
+  ::fdatasync(file_->sync_fd());
+  RunOutcome v = RunVerify(*file_, env);
+  ASSERT_EQ(v.corruptions.size(), 1u);
+  EXPECT_EQ(v.corruptions[0].problem,
+            "sequence " + std::to_string(seq - 99) + ", expected " + std::to_string(seq) + " (a lost write)");
+}
+
+TEST(CheckBlock, WrongOffsetAndMagic) {
+  TempDir t;
+  std::string err;
+  int e;
+  std::uint64_t written;
+  auto f = ProbeFile::Open(Options(t.path()), &err, &e, &written);
+  ASSERT_TRUE(f);
+  AlignedBuffer b(kProbeBlock, kProbeBlock);
+  f->StampBlock(b.data(), 5);
+  EXPECT_EQ(CheckBlock(b.data(), 5, std::nullopt), "");
+  EXPECT_EQ(CheckBlock(b.data(), 6, std::nullopt), "offset field 20480, expected 24576");
+  b.data()[0] = 'X';
+  EXPECT_EQ(CheckBlock(b.data(), 5, std::nullopt), "bad block magic");
 }
 
 }  // namespace
