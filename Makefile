@@ -35,10 +35,13 @@ test: deps-test configure
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DDISKPROBE_ASAN=ON -DDISKPROBE_UBSAN=ON"
 
-# Cost of a scrape, side by side with node_exporter (tests/bench/README.md).
+# Cost of a scrape beside node_exporter; impact and CPU cost of the probes beside fio on an
+# emulated card (root, FUSE and loop devices needed). tests/bench/README.md
 bench: deps-test configure
 	cmake --build $(BUILD) -j $(JOBS)
 	tests/bench/scrape_cost $(BUILD)/diskprobe_exporter
+	tests/bench/probe_impact $(BUILD)/diskprobe_exporter
+	tests/bench/probe_cost $(BUILD)/diskprobe_exporter
 
 clean:
 	rm -rf build build-asan

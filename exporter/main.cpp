@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
   app.add_option("--path.bootconfig", paths.bootconfig,
                  "The firmware's config.txt (boot_config). Default: <rootfs>/boot/firmware/config.txt, "
                  "then <rootfs>/boot/config.txt.");
+  app.add_option("--path.kmsg", paths.kmsg, "The kernel log (kmsg collector; a file or a pipe of records also works).")
+      ->capture_default_str();
   app.add_option("--log.level", log_level, "Only log messages at or above this level: debug, info, warn, error.")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
@@ -184,6 +186,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (!enabled[i]) continue;
     active.push_back(all[i].make());
+    active.back()->Start(paths);
     active_names += (active_names.empty() ? "" : ",") + all[i].name;
   }
   log::Info("collectors enabled", {{"collectors", active_names}});

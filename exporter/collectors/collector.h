@@ -28,6 +28,7 @@ struct Paths {
   // boot_config: the firmware's config.txt; empty = <rootfs>/boot/firmware/config.txt, then
   // <rootfs>/boot/config.txt.
   std::string bootconfig = "";
+  std::string kmsg = "/dev/kmsg";  // kmsg: the kernel log, followed from the start of its ring buffer
 };
 
 struct ScrapeContext {
@@ -44,6 +45,9 @@ class Collector {
  public:
   virtual ~Collector() = default;
   virtual std::string_view Name() const = 0;
+  // Starts what must run between scrapes (the kmsg follower's thread); called once by main
+  // before the first scrape. The destructor stops it. Default: nothing.
+  virtual void Start(const Paths& /*paths*/) {}
   // Appends this collector's families to *out. Returns false when its source could not be read
   // (diskprobe_collector_success 0); what could be read is still appended. Logs a failure once
   // per change of state, never once per scrape. Must not throw.

@@ -2,8 +2,10 @@
 #include "collectors/board.h"
 #include "collectors/boot_config.h"
 #include "collectors/collector.h"
+#include "collectors/kmsg.h"
 #include "collectors/mmc_card.h"
 #include "collectors/mmc_ios.h"
+#include "collectors/mounts.h"
 #include "collectors/probes.h"
 
 namespace diskprobe::collectors {
@@ -22,6 +24,10 @@ const std::vector<CollectorInfo>& AllCollectors() {
        [] { return std::make_unique<BootConfigCollector>(); }},
       {"board", "Raspberry Pi board model and firmware throttling flags", true,
        [] { return std::make_unique<BoardCollector>(); }},
+      {"mounts", "read-only state of the filesystems on monitored disks, ext4 error records", true,
+       [] { return std::make_unique<MountsCollector>(); }},
+      {"kmsg", "kernel log messages of failing cards, followed from --path.kmsg in a thread", true,
+       [] { return std::make_unique<KmsgCollector>(); }},
   };
   return kAll;
 }

@@ -54,8 +54,10 @@ start_exporter() {
 scrape() { curl -sS --max-time 5 "http://$EXPORTER_ADDR${1:-/metrics}"; }
 
 # Value of the first sample of `family` with label device="$2" in exposition text on stdin.
+# These helpers read all of stdin: an early exit would make `scrape | ...` fail with EPIPE under
+# pipefail once the exposition outgrows the pipe buffer (64 KiB).
 sample_value() {
-  awk -v f="$1" -v d="device=\"$2\"" '$1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; exit }'
+  awk -v f="$1" -v d="device=\"$2\"" '!done && $1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; done = 1 }'
 }
 
 # --- emulated SD card (../shared/FIELD-NOTES.md): nbdkit memory plugin behind filters, exposed
@@ -122,4 +124,4 @@ cards_cleanup() {
 stat_written_bytes() { awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$1/stat"; }
 
 # The value of the first sample matching an anchored extended regex on stdin.
-metric() { awk -v re="^$1 " '$0 ~ re { print $NF; found = 1; exit } END { if (!found) print "" }'; }
+metric() { awk -v re="^$1 " '!found && $0 ~ re { print $NF; found = 1 } END { if (!found) print "" }'; }

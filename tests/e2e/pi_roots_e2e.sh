@@ -14,7 +14,10 @@ ok() { echo "ok: $*"; }
 
 scrape_root() {  # name debugfs -> $WORK/<name>.prom, $WORK/<name>.log
   local r=$ROOTS/$1 addr=
-  "$EXPORTER" --web.listen-address=127.0.0.1:0 --no-collector.probes --path.sysfs="$r/sys" \
+  # mounts and kmsg have their own root (tests/fixtures/roots/faults, faults_e2e.sh): these roots
+  # have no mountinfo, and the host's /dev/kmsg is no part of them.
+  "$EXPORTER" --web.listen-address=127.0.0.1:0 --no-collector.probes --no-collector.mounts --no-collector.kmsg \
+    --path.sysfs="$r/sys" \
     --path.procfs="$r/proc" --path.rootfs="$r" --path.debugfs="$2" 2>"$WORK/$1.log" & PID=$!
   for _ in $(seq 1 100); do
     addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$WORK/$1.log")

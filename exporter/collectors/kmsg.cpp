@@ -1,0 +1,45 @@
+#include "collectors/kmsg.h"
+
+namespace diskprobe::collectors {
+
+using prometheus::MetricType;
+
+void KmsgCollector::Start(const Paths& paths) {
+  if (follower_) return;
+  follower_ = std::make_shared<KmsgFollower>(paths.kmsg, paths.sysfs);
+  follower_->Start();  // a failure shows at the first scrape, logged once there
+}
+
+bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  if (!follower_) {
+    errors_.Set("the kernel log follower was not started");
+    return false;
+  }
+  std::vector<std::string> disks;
+  disks.reserve(ctx.devices.size());
+  for (const Device& d : ctx.devices) disks.push_back(d.name);
+  KmsgSnapshot s = follower_->Snapshot(disks);
+  if (!s.error.empty()) {
+    errors_.Set(s.error);
+    return false;
+  }
+  auto& m = AddFamily(out, "diskprobe_kernel_messages_total",
+                      "Kernel log messages that tell a failing card, by whole disk, mmc host and kind "
+                      "(rate-limited ones included); device and host empty when the message names neither.",
+                      MetricType::Counter);
+  for (const auto& [k, v] : s.messages)
+    AddSample(m, {{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", std::get<2>(k)}},
+              static_cast<double>(v));
+  AddSample(AddFamily(out, "diskprobe_kernel_log_records_total",
+                      "Records read from the kernel log since the exporter started (from the start of the ring buffer).",
+                      MetricType::Counter),
+            {}, static_cast<double>(s.records));
+  AddSample(AddFamily(out, "diskprobe_kernel_log_lost_records_total",
+                      "Kernel log records overwritten in the ring buffer before they were read (sequence gaps).",
+                      MetricType::Counter),
+            {}, static_cast<double>(s.lost));
+  errors_.Set("");
+  return true;
+}
+
+}  // namespace diskprobe::collectors

@@ -1,0 +1,142 @@
+#include "collectors/mounts.h"
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "collectors/sysfs_dir.h"
+#include "parsers/ext4_sysfs.h"
+#include "parsers/mountinfo.h"
+#include "util/file.h"
+
+namespace diskprobe::collectors {
+namespace {
+
+using prometheus::MetricType;
+
+// "179:2\n" -> (179, 2).
+std::optional<std::pair<unsigned, unsigned>> ReadDevNumber(const std::string& path) {
+  util::FileContent f = util::ReadAttribute(path);
+  if (!f.ok()) return std::nullopt;
+  std::string_view t = util::Trim(f.text);
+  std::size_t colon = t.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto major = util::ParseU64(t.substr(0, colon));
+  auto minor = util::ParseU64(t.substr(colon + 1));
+  if (!major || !minor) return std::nullopt;
+  return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
+}
+
+struct Filesystem {
+  BlockLocation where;
+  std::string mountpoint, fstype;
+  bool read_only = false;
+};
+
+}  // namespace
+
+PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devices) {
+  PartitionMap map;
+  for (const Device& d : devices) {
+    map[{d.major, d.minor}] = {d.name, d.name};
+    const std::string dir = util::JoinPath(sysfs, "block/" + d.name);
+    for (const std::string& entry : ListDir(dir)) {
+      // Partitions are subdirectories named after the disk (mmcblk0p1, sda1, nvme0n1p2);
+      // holders/, queue/, mmcblk0boot0 links and attributes are not: they have no dev file or
+      // do not start with the disk's name.
+      if (entry.size() <= d.name.size() || entry.compare(0, d.name.size(), d.name) != 0) continue;
+      auto dev = ReadDevNumber(dir + "/" + entry + "/dev");
+      if (dev) map[*dev] = {d.name, entry};
+    }
+  }
+  return map;
+}
+
+bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
+    map_ = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
+    map_devices_ = ctx.devices;
+    map_built_ = now;
+  }
+
+  const std::string pid1 = util::JoinPath(ctx.paths.procfs, "1/mountinfo");
+  util::FileContent f = util::ReadFile(pid1, 4 << 20);
+  if (!f.ok()) {
+    const std::string self = util::JoinPath(ctx.paths.procfs, "self/mountinfo");
+    util::FileContent s = util::ReadFile(self, 4 << 20);
+    if (!s.ok()) {
+      errors_.Set(pid1 + ": " + std::strerror(f.error) + "; " + self + ": " + std::strerror(s.error));
+      return false;
+    }
+    f = std::move(s);
+  }
+
+  // One series per (device, partition, mountpoint, fstype); when a mount point is mounted over,
+  // the later line (the visible mount) wins.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> fs;
+  std::map<std::string, std::string> ext4;  // partition -> disk
+  if (!map_.empty()) {
+    for (const parsers::MountInfo& m : parsers::ParseMountinfo(f.text)) {
+      auto it = map_.find({m.major, m.minor});
+      if (it == map_.end()) continue;
+      const BlockLocation& where = it->second;
+      fs[{where.disk, m.fstype, m.mount_point, where.partition}] =
+          parsers::IsReadOnly(m.mount_options, m.super_options);
+      // ext2/ext3 mounted by the ext4 driver have their directory under /sys/fs/ext4 too.
+      if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4[where.partition] = where.disk;
+    }
+  }
+
+  if (!fs.empty()) {
+    auto& ro = AddFamily(out, "diskprobe_filesystem_read_only",
+                         "1 when writes to the filesystem fail: ro in the mount or superblock options, or "
+                         "emergency_ro (Linux 6.15+) after an error.",
+                         MetricType::Gauge);
+    for (const auto& [k, v] : fs)
+      AddSample(ro, {{"device", std::get<0>(k)}, {"fstype", std::get<1>(k)}, {"mountpoint", std::get<2>(k)},
+                     {"partition", std::get<3>(k)}},
+                v ? 1 : 0);
+  }
+
+  struct Ext4Data {
+    std::string disk, partition;
+    parsers::Ext4Errors e;
+  };
+  std::vector<Ext4Data> data;
+  for (const auto& [partition, disk] : ext4) {
+    const std::string dir = util::JoinPath(ctx.paths.sysfs, "fs/ext4/" + partition);
+    std::map<std::string, std::string, std::less<>> files;
+    for (const char* name : {"errors_count", "first_error_time", "last_error_time", "warning_count"}) {
+      util::FileContent a = util::ReadAttribute(dir + "/" + name);
+      if (a.ok()) files.emplace(name, std::move(a.text));
+    }
+    if (files.empty()) continue;  // not the ext4 driver, or a kernel without these attributes
+    data.push_back({disk, partition, parsers::ParseExt4Errors(files)});
+  }
+  auto family = [&](const char* name, const char* help, MetricType type, auto get) {
+    prometheus::MetricFamily* f = nullptr;
+    for (const auto& d : data) {
+      auto v = get(d.e);
+      if (!v) continue;
+      if (f == nullptr) f = &AddFamily(out, name, help, type);
+      AddSample(*f, {{"device", d.disk}, {"partition", d.partition}}, static_cast<double>(*v));
+    }
+  };
+  family("diskprobe_ext4_errors_total",
+         "Errors ext4 recorded in the superblock (errors_count): kept across reboots until fsck clears it.",
+         MetricType::Counter, [](const parsers::Ext4Errors& e) { return e.errors_count; });
+  family("diskprobe_ext4_warnings_total", "ext4 warnings since the filesystem was mounted (warning_count).",
+         MetricType::Counter, [](const parsers::Ext4Errors& e) { return e.warning_count; });
+  family("diskprobe_ext4_first_error_timestamp_seconds",
+         "Time of the first recorded ext4 error (first_error_time; the clock of a Pi without RTC may be wrong).",
+         MetricType::Gauge, [](const parsers::Ext4Errors& e) { return e.first.time; });
+  family("diskprobe_ext4_last_error_timestamp_seconds",
+         "Time of the last recorded ext4 error (last_error_time).", MetricType::Gauge,
+         [](const parsers::Ext4Errors& e) { return e.last.time; });
+
+  errors_.Set("");
+  return true;
+}
+
+}  // namespace diskprobe::collectors

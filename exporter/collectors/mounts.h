@@ -1,0 +1,55 @@
+#pragma once
+// mounts: the filesystems on monitored disks (partitions included), whether each is read-only,
+// and the error records of the ext4 ones.
+//
+// Sources:
+//   <procfs>/1/mountinfo, else <procfs>/self/mountinfo   proc(5); parsers/mountinfo.h
+//       pid 1 first, as node_exporter does: it is the host's mount namespace when the exporter
+//       runs in a container with the host's /proc, and it is not the exporter's own view, which a
+//       systemd unit with ProtectSystem= makes read-only on purpose. self is the fallback where
+//       pid 1 is hidden (hidepid=, ProtectProc=) and for fixture trees that only have self.
+//   <sysfs>/block/<disk>/dev, <sysfs>/block/<disk>/<partition>/dev
+//       major:minor of each monitored disk and its partitions; a mountinfo line whose st_dev is
+//       one of these is on that disk. Cached, rebuilt when the device list changes or after 60 s.
+//   <sysfs>/fs/ext4/<partition>/{errors_count,first_error_time,last_error_time,warning_count}
+//       fs/ext4/sysfs.c; parsers/ext4_sysfs.h. Four single-read attributes per ext4 filesystem.
+// Read-only is parsers::IsReadOnly: "ro" in the mount or superblock options, or "emergency_ro"
+// (6.15+). Kernels 6.12-6.14 show no sign of an ext4 error remount in mountinfo: the ext4 error
+// counter and the kmsg collector's remount_ro kind cover them (FIELD-NOTES.md).
+// mountinfo unreadable: no series, the collector fails, the reason is logged once.
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "collectors/collector.h"
+
+namespace diskprobe::collectors {
+
+// st_dev (major, minor) -> the monitored whole disk and the block device itself (a partition of
+// it, or the disk when the filesystem is on the whole disk).
+struct BlockLocation {
+  std::string disk;       // "mmcblk0"
+  std::string partition;  // "mmcblk0p2", or "mmcblk0"
+  bool operator==(const BlockLocation&) const = default;
+};
+using PartitionMap = std::map<std::pair<unsigned, unsigned>, BlockLocation>;
+
+// Builds the map for `devices` from <sysfs>/block/<disk>/ and its partition subdirectories
+// (entries named <disk>... that hold a `dev` file). Missing files leave entries out; never throws.
+PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devices);
+
+class MountsCollector : public Collector {
+ public:
+  static constexpr std::chrono::seconds kPartitionMapMaxAge{60};
+
+  std::string_view Name() const override { return "mounts"; }
+  bool Collect(const ScrapeContext& ctx, Families* out) override;
+
+ private:
+  ErrorState errors_{"mounts"};
+  DeviceList map_devices_;  // the device list map_ was built for
+  PartitionMap map_;
+  std::chrono::steady_clock::time_point map_built_{};
+};
+
+}  // namespace diskprobe::collectors

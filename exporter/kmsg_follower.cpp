@@ -1,0 +1,320 @@
+#include "kmsg_follower.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "collectors/sysfs_dir.h"
+#include "util/file.h"
+#include "util/log.h"
+
+namespace diskprobe {
+namespace {
+
+using parsers::KmsgKind;
+
+constexpr KmsgKind kAllKinds[] = {KmsgKind::io_error,          KmsgKind::timeout,         KmsgKind::crc_error,
+                                  KmsgKind::card_removed,      KmsgKind::overclock_reduced,
+                                  KmsgKind::filesystem_error,  KmsgKind::remount_ro,      KmsgKind::cqe_recovery,
+                                  KmsgKind::under_voltage};
+
+// Cached maps stay small: names of block devices and hosts. A runaway (fuzzed input) is cleared.
+constexpr std::size_t kMaxCache = 1024;
+
+std::string Basename(std::string_view path) {
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  std::size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// A record's name must be a plain file name before it is joined into a sysfs path.
+bool SafeName(std::string_view n) {
+  return !n.empty() && n.find('/') == std::string_view::npos && n != "." && n != "..";
+}
+
+parsers::KmsgEvent Unattributed(KmsgKind kind) {
+  parsers::KmsgEvent e;
+  e.kind = kind;
+  return e;
+}
+
+}  // namespace
+
+// --- KmsgDeviceResolver ----------------------------------------------------------------------
+
+std::string KmsgDeviceResolver::DiskOf(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = disk_of_.find(name); it != disk_of_.end()) return it->second;
+  std::string disk;
+  if (SafeName(name)) {
+    const std::string cls = util::JoinPath(sysfs_, "class/block/" + std::string(name));
+    if (Exists(cls + "/partition")) {
+      char buf[PATH_MAX];
+      if (::realpath(cls.c_str(), buf) != nullptr) {
+        std::string real = buf;
+        std::size_t slash = real.rfind('/');
+        if (slash != std::string::npos) disk = Basename(std::string_view(real).substr(0, slash));
+      }
+    } else if (Exists(cls) || Exists(util::JoinPath(sysfs_, "block/" + std::string(name)))) {
+      disk = std::string(name);
+    }
+  }
+  if (disk.empty()) disk = parsers::DiskOfPartition(name);
+  if (disk_of_.size() >= kMaxCache) disk_of_.clear();
+  disk_of_.emplace(std::string(name), disk);
+  return disk;
+}
+
+std::string KmsgDeviceResolver::HostOfDisk(const std::string& disk) {
+  if (disk.rfind("mmcblk", 0) != 0 || !SafeName(disk)) return "";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = host_of_disk_.find(disk); it != host_of_disk_.end()) return it->second;
+  std::string card = collectors::LinkBasename(util::JoinPath(sysfs_, "block/" + disk + "/device"));
+  std::size_t colon = card.find(':');
+  if (colon == std::string::npos) return "";  // not cached: the card may not be probed yet
+  std::string host = card.substr(0, colon);
+  if (host_of_disk_.size() >= kMaxCache) host_of_disk_.clear();
+  host_of_disk_.emplace(disk, host);
+  return host;
+}
+
+std::string KmsgDeviceResolver::DiskOfHost(const std::string& host) {
+  if (!SafeName(host)) return "";
+  std::string found;
+  const std::string dir = util::JoinPath(sysfs_, "class/mmc_host/" + host);
+  const std::string prefix = host + ":";
+  for (const std::string& child : collectors::ListDir(dir)) {
+    if (child.compare(0, prefix.size(), prefix) != 0) continue;
+    std::vector<std::string> blocks = collectors::ListDir(dir + "/" + child + "/block");
+    if (!blocks.empty()) {
+      found = blocks.front();
+      break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (found.empty()) {
+    auto it = disk_of_host_.find(host);
+    return it == disk_of_host_.end() ? "" : it->second;
+  }
+  if (disk_of_host_.size() >= kMaxCache) disk_of_host_.clear();
+  disk_of_host_[host] = found;
+  host_of_disk_[found] = host;
+  return found;
+}
+
+// --- KmsgCounter -----------------------------------------------------------------------------
+
+void KmsgCounter::AddRecord(std::string_view record) {
+  std::optional<parsers::KmsgRecord> r = parsers::ParseKmsgRecord(record);
+  if (!r) {
+    ++malformed_;
+    return;
+  }
+  ++records_;
+  if (last_seq_ && r->seq > *last_seq_ + 1) lost_ += r->seq - *last_seq_ - 1;
+  if (!last_seq_ || r->seq > *last_seq_) last_seq_ = r->seq;
+
+  for (auto it = suppressed_.begin(); it != suppressed_.end();) {
+    if (++it->second.age > kSuppressedHorizon) {
+      Count(Unattributed(it->first), it->second.count);
+      it = suppressed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (r->facility != 0) return;  // written by userspace, not the kernel
+  if (r->continuation && pending_) {
+    *pending_ += r->message;
+    return;
+  }
+  if (pending_) {
+    Classify(*pending_);
+    pending_.reset();
+  }
+  if (r->fragment || r->continuation) {
+    pending_ = std::move(r->message);
+    return;
+  }
+  Classify(r->message);
+}
+
+void KmsgCounter::Idle() {
+  if (pending_) {
+    Classify(*pending_);
+    pending_.reset();
+  }
+  for (const auto& [kind, s] : suppressed_) Count(Unattributed(kind), s.count);
+  suppressed_.clear();
+}
+
+void KmsgCounter::Classify(const std::string& message) {
+  std::optional<parsers::KmsgEvent> e = parsers::ClassifyKmsg(message);
+  if (!e) return;
+  if (e->suppressed) {
+    suppressed_[e->kind].count += e->count;
+    return;
+  }
+  std::uint64_t n = e->count;
+  if (auto it = suppressed_.find(e->kind); it != suppressed_.end()) {
+    n += it->second.count;
+    suppressed_.erase(it);
+  }
+  Count(*e, n);
+}
+
+void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
+  std::string disk, host;
+  if (!e.device.empty()) {
+    disk = resolver_->DiskOf(e.device);
+    host = resolver_->HostOfDisk(disk);
+  } else if (!e.host.empty()) {
+    host = e.host;
+    disk = resolver_->DiskOfHost(host);
+  }
+  counts_[{disk, host, std::string(parsers::ToString(e.kind))}] += n;
+}
+
+// --- KmsgFollower ----------------------------------------------------------------------------
+
+KmsgFollower::KmsgFollower(std::string path, std::string sysfs)
+    : path_(std::move(path)), resolver_(std::move(sysfs)), counter_(&resolver_) {}
+
+KmsgFollower::~KmsgFollower() { Stop(); }
+
+bool KmsgFollower::Start() {
+  int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string reason = path_ + ": " + std::strerror(err);
+    if (err == EPERM || err == EACCES)
+      reason += " (reading the kernel log needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)";
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::move(reason);
+    return false;
+  }
+  // The oldest record in the ring buffer; ESPIPE on a pipe, harmless.
+  ::lseek(fd, 0, SEEK_SET);
+  StartFd(fd);
+  return true;
+}
+
+void KmsgFollower::StartFd(int fd) {
+  if (thread_.joinable() || ::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(fd);
+    return;
+  }
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  thread_ = std::thread([this, fd] { Loop(fd); });
+}
+
+void KmsgFollower::Stop() {
+  if (!thread_.joinable()) return;
+  char b = 1;
+  [[maybe_unused]] ssize_t n = ::write(stop_pipe_[1], &b, 1);
+  thread_.join();
+  ::close(stop_pipe_[0]);
+  ::close(stop_pipe_[1]);
+  stop_pipe_[0] = stop_pipe_[1] = -1;
+}
+
+KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const {
+  KmsgSnapshot s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.error = error_;
+    if (!s.error.empty()) return s;
+    s.messages = counter_.counts();
+    s.records = counter_.records();
+    s.lost = counter_.lost();
+    s.malformed = counter_.malformed();
+    s.drained = drained_;
+  }
+  for (const std::string& disk : disks) {
+    std::string host = resolver_.HostOfDisk(disk);
+    for (KmsgKind k : kAllKinds)
+      if (k != KmsgKind::under_voltage) s.messages.try_emplace({disk, host, std::string(parsers::ToString(k))}, 0);
+  }
+  s.messages.try_emplace({"", "", std::string(parsers::ToString(KmsgKind::under_voltage))}, 0);
+  return s;
+}
+
+void KmsgFollower::Feed(std::string_view data, bool whole_records) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drained_ = false;
+  if (whole_records) {
+    counter_.AddRecord(data);
+    return;
+  }
+  partial_.append(data);
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string_view line(partial_.data() + start, nl + 1 - start);
+    if (line[0] == ' ' && !record_.empty()) {
+      record_.append(line);  // a dictionary line of the record being assembled
+      continue;
+    }
+    if (!record_.empty()) counter_.AddRecord(record_);
+    record_.assign(line);
+    if (line == "\n") record_.clear();
+  }
+  partial_.erase(0, start);
+}
+
+void KmsgFollower::OnIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!record_.empty()) {
+    counter_.AddRecord(record_);
+    record_.clear();
+  }
+  counter_.Idle();
+  drained_ = true;
+}
+
+void KmsgFollower::Loop(int fd) {
+  struct stat st {};
+  const bool is_char = ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode);
+  const bool is_file = S_ISREG(st.st_mode);
+  // CONSOLE_EXT_LOG_MAX: the largest record /dev/kmsg returns; a smaller buffer gets EINVAL.
+  std::vector<char> buf(8192);
+  bool at_end = false;  // a pipe whose writer closed: only the stop pipe is left to wait for
+  for (;;) {
+    if (!at_end) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n > 0) {
+        Feed(std::string_view(buf.data(), static_cast<std::size_t>(n)), is_char);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EPIPE) continue;  // overrun: the next read returns the oldest record left
+      if (n < 0 && errno != EAGAIN) {
+        std::string reason = path_ + ": read: " + std::strerror(errno);
+        std::lock_guard<std::mutex> lock(mu_);
+        error_ = std::move(reason);
+        break;
+      }
+      OnIdle();
+      if (n == 0 && !is_file) at_end = true;
+    }
+    // A regular file is polled once a second for appended records; /dev/kmsg and a live pipe
+    // wake the thread when there is more.
+    pollfd p[2] = {{stop_pipe_[0], POLLIN, 0}, {fd, POLLIN, 0}};
+    int r = ::poll(p, at_end || is_file ? 1 : 2, is_file && !at_end ? 1000 : -1);
+    if (r < 0 && errno != EINTR) break;
+    if (p[0].revents != 0) break;
+  }
+  ::close(fd);
+}
+
+}  // namespace diskprobe

@@ -1,0 +1,333 @@
+// The failing-card collectors of issue 5: mounts (read-only filesystems, ext4 error records) and
+// kmsg (the kernel log follower and its counts), on the fixture root tests/fixtures/roots/faults
+// (sources in its SOURCES.md) with a golden exposition, and the kmsg samples fed through a pipe.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "collectors/kmsg.h"
+#include "collectors/mounts.h"
+#include "config/config.h"
+#include "devices.h"
+#include "exposition.h"
+#include "kmsg_follower.h"
+#include "test_util.h"
+#include "util/log.h"
+
+namespace diskprobe::collectors {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Fixture;
+using testing::ReadText;
+
+Paths FaultsPaths() {
+  Paths p;
+  const std::string root = Fixture("roots/faults");
+  p.sysfs = root + "/sys";
+  p.procfs = root + "/proc";
+  p.rootfs = root;
+  p.debugfs = root + "/debug";
+  p.kmsg = root + "/kmsg";
+  return p;
+}
+
+DeviceList Devices(const Paths& p) {
+  auto cfg = config::LoadDefault().config;
+  return DiscoverDevices(p.sysfs, cfg->devices, nullptr);
+}
+
+std::string Render(const Families& f) {
+  std::string out;
+  WriteExposition(f, &out);
+  return out;
+}
+
+// Waits (up to 5 s) until the follower has read everything available.
+KmsgSnapshot WaitDrained(const KmsgFollower& f, std::uint64_t records, const std::vector<std::string>& disks = {}) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  KmsgSnapshot s = f.Snapshot(disks);
+  while ((!s.drained || s.records < records) && s.error.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    s = f.Snapshot(disks);
+  }
+  return s;
+}
+
+std::uint64_t Count(const KmsgSnapshot& s, const std::string& device, const std::string& host, const std::string& kind) {
+  auto it = s.messages.find({device, host, kind});
+  return it == s.messages.end() ? 0 : it->second;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/diskprobe-faults-test.XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+ private:
+  std::string path_;
+};
+
+// --- mounts ----------------------------------------------------------------------------------
+
+TEST(Mounts, PartitionMapFromSysfs) {
+  Paths p = FaultsPaths();
+  DeviceList d = Devices(p);
+  ASSERT_EQ(d.size(), 2u);
+  PartitionMap m = BuildPartitionMap(p.sysfs, d);
+  PartitionMap want = {
+      {{8, 0}, {"sda", "sda"}},
+      {{8, 1}, {"sda", "sda1"}},
+      {{179, 0}, {"mmcblk0", "mmcblk0"}},
+      {{179, 1}, {"mmcblk0", "mmcblk0p1"}},
+      {{179, 2}, {"mmcblk0", "mmcblk0p2"}},
+  };
+  EXPECT_EQ(m, want);
+}
+
+TEST(Mounts, ReadOnlyCasesOnFixture) {
+  Paths p = FaultsPaths();
+  DeviceList d = Devices(p);
+  MountsCollector c;
+  Families out;
+  ASSERT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
+  std::string text = Render(out);
+  // emergency_ro in the superblock options (6.15+), mount options rw.
+  EXPECT_NE(text.find("diskprobe_filesystem_read_only{device=\"mmcblk0\",fstype=\"ext4\",mountpoint=\"/\","
+                      "partition=\"mmcblk0p2\"} 1\n"),
+            std::string::npos)
+      << text;
+  // Superblock ro, mount rw (node_exporter issue 3157); the mount point's \040 decoded.
+  EXPECT_NE(text.find("mountpoint=\"/media/pi/USB STICK\",partition=\"sda1\"} 1\n"), std::string::npos);
+  // errors=remount-ro is a policy, not a state.
+  EXPECT_NE(text.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos);
+  // Mounted over: one series, the visible (later) mount.
+  EXPECT_EQ(text.find("mountpoint=\"/var/log\",partition=\"mmcblk0p2\"} 0"), std::string::npos);
+  // Not on a monitored disk.
+  EXPECT_EQ(text.find("/snap/core22"), std::string::npos);
+  EXPECT_EQ(text.find("/data\""), std::string::npos);
+  EXPECT_EQ(text.find("tmpfs"), std::string::npos);
+  // ext4 error records: counts are values (0 included), times absent when never.
+  EXPECT_NE(text.find("diskprobe_ext4_errors_total{device=\"mmcblk0\",partition=\"mmcblk0p2\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("diskprobe_ext4_errors_total{device=\"sda\",partition=\"sda1\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("diskprobe_ext4_first_error_timestamp_seconds{device=\"mmcblk0\",partition=\"mmcblk0p2\"} 33\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("error_timestamp_seconds{device=\"sda\""), std::string::npos);
+}
+
+TEST(Mounts, SelfWhenPid1IsHidden) {
+  TempDir t;
+  fs::create_directories(t.path() + "/self");
+  std::ofstream(t.path() + "/self/mountinfo") << "27 1 179:2 / / ro,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+  Paths p = FaultsPaths();
+  p.procfs = t.path();
+  DeviceList d = Devices(p);
+  MountsCollector c;
+  Families out;
+  ASSERT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
+  EXPECT_NE(Render(out).find("mountpoint=\"/\",partition=\"mmcblk0p2\"} 1\n"), std::string::npos) << Render(out);
+}
+
+TEST(Mounts, UnreadableMountinfoFails) {
+  log::Configure(log::Level::kError, log::Format::kLogfmt);
+  Paths p = FaultsPaths();
+  p.procfs = "/nonexistent-procfs";
+  DeviceList d = Devices(p);
+  MountsCollector c;
+  Families out;
+  EXPECT_FALSE(c.Collect(ScrapeContext{p, d}, &out));
+  EXPECT_TRUE(out.empty());
+  log::Configure(log::Level::kInfo, log::Format::kLogfmt);
+}
+
+// --- kmsg: resolver and counter --------------------------------------------------------------
+
+TEST(KmsgResolver, SysfsNamesAndHosts) {
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  EXPECT_EQ(r.DiskOf("mmcblk0p2"), "mmcblk0");
+  EXPECT_EQ(r.DiskOf("mmcblk0"), "mmcblk0");
+  EXPECT_EQ(r.DiskOf("sda1"), "sda");
+  EXPECT_EQ(r.DiskOf("loop7p1"), "loop7");     // gone from sysfs: the naming rules
+  EXPECT_EQ(r.DiskOf("../../etc"), "../../etc");  // never joined into a path
+  EXPECT_EQ(r.HostOfDisk("mmcblk0"), "mmc0");
+  EXPECT_EQ(r.HostOfDisk("sda"), "");
+  EXPECT_EQ(r.DiskOfHost("mmc0"), "mmcblk0");
+  EXPECT_EQ(r.DiskOfHost("mmc1"), "");  // SDIO
+  EXPECT_EQ(r.DiskOfHost("mmc9"), "");
+}
+
+TEST(KmsgCounter, ContinuationUserspaceGapsAndMalformed) {
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  c.AddRecord("3,10,0,c;I/O error, dev ");
+  c.AddRecord("3,11,0,+;mmcblk0p2, sector 8 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2\n");
+  c.AddRecord("30,12,0,-;mmc0: timeout waiting for hardware interrupt.\n");  // facility 3: userspace
+  c.AddRecord("3,20,0,-;mmc0: timeout waiting for hardware interrupt.\n");   // 13..19 lost
+  c.AddRecord("garbage\n");
+  c.AddRecord("3,15,0,-;mmcblk0: recovery failed!\n");  // older than the last: no negative gap
+  c.Idle();
+  KmsgCounts want = {
+      {{"mmcblk0", "mmc0", "io_error"}, 1},
+      {{"mmcblk0", "mmc0", "timeout"}, 1},
+      {{"mmcblk0", "mmc0", "card_removed"}, 1},
+  };
+  EXPECT_EQ(c.counts(), want);
+  EXPECT_EQ(c.records(), 5u);
+  EXPECT_EQ(c.lost(), 7u);
+  EXPECT_EQ(c.malformed(), 1u);
+}
+
+TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  c.AddRecord("4,1,0,-;EXT4-fs error: 20 callbacks suppressed\n");
+  c.AddRecord("3,2,0,-;mmc0: timeout waiting for hardware interrupt.\n");  // another kind in between
+  c.AddRecord("3,3,0,-;EXT4-fs error (device sda1): ext4_find_extent:916: inode #16: comm rs:main Q:Reg: pblk 25 "
+              "bad header/extent: extent tree corrupted - magic f30a, entries 12, max 340(340), depth 0(0)\n");
+  c.AddRecord("3,4,0,-;buffer_io_error: 6 callbacks suppressed\n");  // nothing follows
+  c.Idle();
+  EXPECT_EQ(c.counts().at({"sda", "", "filesystem_error"}), 21u);
+  EXPECT_EQ(c.counts().at({"", "", "io_error"}), 6u);
+
+  // Past the horizon, a suppressed count is not given to an unrelated later message.
+  KmsgCounter h(&r);
+  h.AddRecord("3,1,0,-;blk_update_request: 5 callbacks suppressed\n");
+  for (int i = 0; i <= KmsgCounter::kSuppressedHorizon; ++i)
+    h.AddRecord("6," + std::to_string(i + 2) + ",0,-;unrelated\n");
+  h.AddRecord("3,999,0,-;blk_update_request: I/O error, dev sda, sector 8\n");
+  EXPECT_EQ(h.counts().at({"", "", "io_error"}), 5u);
+  EXPECT_EQ(h.counts().at({"sda", "", "io_error"}), 1u);
+}
+
+// --- kmsg: the follower ----------------------------------------------------------------------
+
+// The message of a dmesg line "[  303.215569] text".
+std::string DmesgMessage(const std::string& line) {
+  std::size_t close = line.find("] ");
+  return close == std::string::npos ? line : line.substr(close + 2);
+}
+
+// Every sample of tests/fixtures/samples/kmsg, as /dev/kmsg records through a pipe, counted as the
+// classifier says line by line (the .expected files are asserted line by line in kmsg_test.cpp).
+TEST(KmsgFollower, AllSamplesThroughAPipe) {
+  std::string records;
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  std::map<std::string, std::uint64_t> want;  // kind -> messages, rate-limited ones included
+  std::uint64_t seq = 0;
+  for (const auto& e : fs::directory_iterator(Fixture("samples/kmsg"))) {
+    if (e.path().extension() != ".txt") continue;
+    std::istringstream in(ReadText(e.path().string()));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::string msg;
+      if (line[0] == '[') {
+        msg = DmesgMessage(line);
+      } else if (line[0] != ' ' && line.find(';') != std::string::npos) {
+        records += line + "\n";  // sample 00 is in the record format already (its own numbers)
+        continue;
+      } else {
+        continue;
+      }
+      if (auto ev = parsers::ClassifyKmsg(msg)) want[std::string(parsers::ToString(ev->kind))] += ev->count;
+      records += "3," + std::to_string(1000 + seq++) + ",0,-;" + msg + "\n";
+    }
+  }
+  ASSERT_GT(seq, 40u);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  KmsgFollower f("(pipe)", FaultsPaths().sysfs);
+  f.StartFd(p[0]);
+  // Written in odd-sized pieces: records split across reads must be reassembled.
+  for (std::size_t i = 0; i < records.size(); i += 777) {
+    std::string_view piece = std::string_view(records).substr(i, 777);
+    ASSERT_EQ(::write(p[1], piece.data(), piece.size()), static_cast<ssize_t>(piece.size()));
+  }
+  ::close(p[1]);
+  KmsgSnapshot s = WaitDrained(f, seq);
+  EXPECT_EQ(s.error, "");
+  EXPECT_EQ(s.malformed, 0u);
+  std::map<std::string, std::uint64_t> got;
+  for (const auto& [k, v] : s.messages) got[std::get<2>(k)] += v;
+  got.erase("under_voltage");  // Snapshot's zero series
+  for (auto it = got.begin(); it != got.end();) it = it->second == 0 ? got.erase(it) : std::next(it);
+  want.erase("under_voltage");
+  EXPECT_EQ(got, want);
+  EXPECT_GE(want.size(), 6u);
+  auto start = std::chrono::steady_clock::now();
+  f.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+}
+
+TEST(KmsgFollower, FollowsAFileLikeTailF) {
+  TempDir t;
+  const std::string path = t.path() + "/kmsg";
+  std::ofstream(path) << "3,1,0,-;mmc0: timeout waiting for hardware interrupt.\n";
+  KmsgFollower f(path, FaultsPaths().sysfs);
+  ASSERT_TRUE(f.Start());
+  KmsgSnapshot s = WaitDrained(f, 1);
+  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", "timeout"), 1u);
+  std::ofstream(path, std::ios::app) << "3,2,0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0\n"
+                                        " SUBSYSTEM=block\n DEVICE=b8:0\n";
+  s = WaitDrained(f, 2);
+  EXPECT_EQ(s.records, 2u);
+  EXPECT_EQ(Count(s, "sda", "", "io_error"), 1u);
+  // Zero series for every kind of each disk asked for, with the disk's host.
+  s = f.Snapshot({"mmcblk0"});
+  EXPECT_EQ(s.messages.count({"mmcblk0", "mmc0", "crc_error"}), 1u);
+  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", "crc_error"), 0u);
+  EXPECT_EQ(s.messages.count({"", "", "under_voltage"}), 1u);
+  auto start = std::chrono::steady_clock::now();
+  f.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << "the stop pipe wakes poll()";
+}
+
+TEST(KmsgFollower, MissingPathIsAnError) {
+  KmsgFollower f("/nonexistent/kmsg", "/sys");
+  EXPECT_FALSE(f.Start());
+  EXPECT_EQ(f.Snapshot().error, "/nonexistent/kmsg: No such file or directory");
+  f.Stop();
+}
+
+// --- the two collectors on the fixture root: golden exposition -------------------------------
+
+TEST(FaultsRoot, GoldenExposition) {
+  Paths p = FaultsPaths();
+  DeviceList d = Devices(p);
+  auto follower = std::make_shared<KmsgFollower>(p.kmsg, p.sysfs);
+  ASSERT_TRUE(follower->Start());
+  KmsgSnapshot s = WaitDrained(*follower, 36);
+  EXPECT_EQ(s.records, 36u);
+  MountsCollector mounts;
+  KmsgCollector kmsg(follower);
+  Families out;
+  ScrapeContext ctx{p, d};
+  EXPECT_TRUE(mounts.Collect(ctx, &out));
+  EXPECT_TRUE(kmsg.Collect(ctx, &out));
+  testing::ExpectGolden("roots_faults.prom", Render(out));
+}
+
+TEST(FaultsRoot, UnreadableKernelLog) {
+  log::Configure(log::Level::kError, log::Format::kLogfmt);
+  Paths p = FaultsPaths();
+  p.kmsg = "/nonexistent/kmsg";
+  DeviceList d = Devices(p);
+  KmsgCollector kmsg;
+  kmsg.Start(p);
+  Families out;
+  EXPECT_FALSE(kmsg.Collect(ScrapeContext{p, d}, &out));
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(kmsg.Collect(ScrapeContext{p, d}, &out));
+  log::Configure(log::Level::kInfo, log::Format::kLogfmt);
+}
+
+}  // namespace
+}  // namespace diskprobe::collectors
