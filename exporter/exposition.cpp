@@ -10,6 +10,10 @@ using prometheus::ClientMetric;
 using prometheus::MetricType;
 
 void AppendHelp(std::string_view s, std::string* out) {
+  if (s.find_first_of("\\\n") == std::string_view::npos) {
+    out->append(s);  // the common case: nothing to escape
+    return;
+  }
   for (char c : s) {
     if (c == '\\') *out += "\\\\";
     else if (c == '\n') *out += "\\n";
@@ -35,6 +39,17 @@ std::size_t Utf8Length(std::string_view s, std::size_t i) {
 // Label values must be UTF-8 (Prometheus rejects the whole scrape otherwise); strings read from
 // devices (a card's product name) may not be, so invalid bytes become U+FFFD.
 void AppendLabelValue(std::string_view s, std::string* out) {
+  bool plain = true;
+  for (char c : s) {
+    if (c == '\\' || c == '"' || c == '\n' || static_cast<unsigned char>(c) >= 0x80) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    out->append(s);  // the common case: ASCII, nothing to escape
+    return;
+  }
   for (std::size_t i = 0; i < s.size();) {
     char c = s[i];
     if (c == '\\') *out += "\\\\";
@@ -117,7 +132,7 @@ void AppendValue(double v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
-void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string* out) {
+void WriteExposition(const FamilyList& families, std::string* out) {
   for (const auto& f : families) {
     if (f.metric.empty()) continue;
     *out += "# HELP ";

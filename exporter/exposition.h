@@ -9,15 +9,19 @@
 // integers), and escapes HELP (\\ and \n) and label values (\\, \" and \n) as the format requires.
 #include <prometheus/metric_family.h>
 
+#include <deque>
 #include <string>
-#include <vector>
 
 namespace diskprobe {
+
+// A deque, not a vector: collectors hold references to several families while appending more,
+// and a deque's push_back never moves existing elements.
+using FamilyList = std::deque<prometheus::MetricFamily>;
 
 // Appends the exposition of `families` to *out, in order. Families without samples are skipped
 // (no lone HELP/TYPE lines). Counter, gauge, untyped and histogram are supported; a histogram
 // whose last bucket is not +Inf gets one with the sample count.
-void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string* out);
+void WriteExposition(const FamilyList& families, std::string* out);
 
 // Appends a sample value as the text format writes it: "+Inf", "-Inf", "NaN", an integer, or
 // the shortest round-trip decimal/exponent form.

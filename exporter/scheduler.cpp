@@ -69,8 +69,10 @@ struct WorkerPlan {
 
 class DeviceWorker {
  public:
-  DeviceWorker(std::string sysfs, std::string devfs, WorkerPlan plan)
-      : device_const_(plan.device), sysfs_(std::move(sysfs)), devfs_(std::move(devfs)), plan_(std::move(plan)) {
+  DeviceWorker(std::string sysfs, std::string devfs, WorkerPlan plan,
+               std::shared_ptr<std::atomic<std::uint64_t>> generation)
+      : device_const_(plan.device), sysfs_(std::move(sysfs)), devfs_(std::move(devfs)), plan_(std::move(plan)),
+        generation_(std::move(generation)) {
     InitStats();
   }
 
@@ -118,6 +120,12 @@ class DeviceWorker {
     return s;
   }
 
+  bool IsStalled() const {
+    std::int64_t started = op_started_.load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> lock(mu_);
+    return started != 0 && probes::MonotonicNs() - started > deadline_ns_;
+  }
+
   std::vector<DirectorySnapshot> Directories() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<DirectorySnapshot> out;
@@ -140,6 +148,7 @@ class DeviceWorker {
   // Called with mu_ held: makes sure every scheduled kind has a stats entry (a scheduled probe's
   // counters exist from the start, at 0) and drops kinds no longer scheduled.
   void InitStats() {
+    Bump();
     const auto& p = plan_.cfg->probes;
     const config::ProbeSet& set = p.For(plan_.device.name);
     deadline_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(p.op_deadline).count();
@@ -213,11 +222,16 @@ class DeviceWorker {
       auto due = std::min_element(next.begin(), next.end(), [](auto& a, auto& b) { return a.second < b.second; });
       if (cv_.wait_until(lock, due->second, [this] { return stop_ || plan_changed_; })) continue;
       Job job = due->first;
+      const auto started = Clock::now();
       lock.unlock();
       RunJob(plan, job);
       lock.lock();
+      // The interval counts from the start of the run (busy check included), so the period is
+      // the configured one; a run slower than its interval (a dying card) is followed by at
+      // least half an interval of rest rather than back-to-back runs.
       const auto& p = plan.cfg->probes;
-      next[job] = Clock::now() + Jittered(p.For(plan.device.name)[job.kind].interval, p.jitter);
+      const auto period = Jittered(p.For(plan.device.name)[job.kind].interval, p.jitter);
+      next[job] = std::max(started + period, Clock::now() + period / 2);
     }
     lock.unlock();
     files_.clear();
@@ -250,9 +264,12 @@ class DeviceWorker {
     return static_cast<double>(*t1 - *t0) / ms;
   }
 
+  void Bump() { generation_->fetch_add(1, std::memory_order_acq_rel); }
+
   void Record(ProbeKind kind, RunResult result, const ProbeStats* delta = nullptr, double duration = 0,
               const probes::RunOutcome* out = nullptr, int direct = -1) {
     std::lock_guard<std::mutex> lock(mu_);
+    Bump();
     auto it = stats_.find(kind);
     if (it == stats_.end()) return;  // unscheduled meanwhile
     ProbeStats& s = it->second;
@@ -409,12 +426,14 @@ class DeviceWorker {
   void PublishBudget(std::uint64_t budget) {
     std::uint64_t used = BudgetUsedToday();
     std::lock_guard<std::mutex> lock(mu_);
+    Bump();
     budget_remaining_ = used >= budget ? 0 : budget - used;
     budget_known_ = true;
   }
 
   void SetDirOk(const std::string& dir, bool ok) {
     std::lock_guard<std::mutex> lock(mu_);
+    Bump();
     dir_ok_[dir] = ok;
   }
 
@@ -532,6 +551,7 @@ class DeviceWorker {
   std::atomic<std::int64_t> op_started_{0};
   std::atomic<bool> done_{false};
   std::thread thread_;
+  std::shared_ptr<std::atomic<std::uint64_t>> generation_;
   // Owned by the worker thread.
   std::mt19937_64 rng_;
   std::map<std::string, std::unique_ptr<probes::ProbeFile>> files_;
@@ -615,6 +635,7 @@ void ProbeManager::Reconcile() {
     }
   }
   unresolved_ = std::move(unresolved);
+  generation_->fetch_add(1, std::memory_order_acq_rel);
   for (auto it = workers_.begin(); it != workers_.end();) {
     auto d = desired.find(it->first);
     bool keep = d != desired.end() && (d->second.read_probes || !d->second.write_dirs.empty()) &&
@@ -633,7 +654,7 @@ void ProbeManager::Reconcile() {
     if (it != workers_.end()) {
       it->second->SetPlan(plan);
     } else {
-      auto w = std::make_shared<DeviceWorker>(sysfs_, devfs_, plan);
+      auto w = std::make_shared<DeviceWorker>(sysfs_, devfs_, plan, generation_);
       w->Start(w);
       workers_[name] = w;
     }
@@ -678,6 +699,17 @@ std::vector<DeviceProbeSnapshot> ProbeManager::Snapshot() const {
   }
   std::vector<DeviceProbeSnapshot> out;
   for (const auto& w : ws) out.push_back(w->Snapshot());
+  return out;
+}
+
+std::vector<std::pair<std::string, bool>> ProbeManager::Stalled() const {
+  std::vector<std::shared_ptr<DeviceWorker>> ws;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [n, w] : workers_) ws.push_back(w);
+  }
+  std::vector<std::pair<std::string, bool>> out;
+  for (const auto& w : ws) out.emplace_back(w->device().name, w->IsStalled());
   return out;
 }
 

@@ -57,6 +57,11 @@ class ProbeManager {
   bool Stop(std::chrono::milliseconds timeout);
 
   std::vector<DeviceProbeSnapshot> Snapshot() const;
+  // Just the stall state per device (cheap: no copy of the statistics).
+  std::vector<std::pair<std::string, bool>> Stalled() const;
+  // Changes whenever any published probe result, plan or directory state changes (not with the
+  // passage of time: `stalled` is computed at snapshot time). Lets scrapes reuse rendered text.
+  std::uint64_t Generation() const { return generation_->load(std::memory_order_acquire); }
   std::vector<DirectorySnapshot> Directories() const;
 
  private:
@@ -76,6 +81,8 @@ class ProbeManager {
   std::vector<DirectorySnapshot> unresolved_;                       // write dirs with no disk
   std::shared_ptr<const DeviceList> last_devices_;
   std::shared_ptr<const config::Config> last_cfg_;
+  // Shared with the workers (a stalled worker may outlive the manager).
+  std::shared_ptr<std::atomic<std::uint64_t>> generation_ = std::make_shared<std::atomic<std::uint64_t>>(1);
 };
 
 }  // namespace diskprobe

@@ -27,13 +27,13 @@ std::string Scraper::Render() {
   collectors::ScrapeContext ctx{paths_, *devices, probes_, devices_->LastError()};
 
   Families families;
-  families.reserve(64);
+  std::string cached_text;  // exposition text collectors keep ready-made
   std::vector<std::pair<std::string_view, std::pair<double, bool>>> results;
   for (auto& c : collectors_) {
     auto start = std::chrono::steady_clock::now();
     bool ok = false;
     try {
-      ok = c->Collect(ctx, &families);
+      ok = c->CollectWithText(ctx, &families, &cached_text);
     } catch (...) {
       ok = false;  // a collector must not throw; if one does, the scrape still answers
     }
@@ -63,6 +63,7 @@ std::string Scraper::Render() {
   std::string out;
   out.reserve(last_size_ + last_size_ / 8);
   WriteExposition(families, &out);
+  out += cached_text;
   last_size_ = out.size();
   return out;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "devices.h"
+#include "exposition.h"
 
 namespace diskprobe {
 class ProbeManager;
@@ -38,7 +39,7 @@ struct ScrapeContext {
   std::string discovery_error = {};      // why device discovery failed; "" when it worked
 };
 
-using Families = std::vector<prometheus::MetricFamily>;
+using Families = FamilyList;  // exposition.h: references stay valid while appending
 using Labels = std::vector<prometheus::ClientMetric::Label>;
 
 class Collector {
@@ -52,6 +53,12 @@ class Collector {
   // (diskprobe_collector_success 0); what could be read is still appended. Logs a failure once
   // per change of state, never once per scrape. Must not throw.
   virtual bool Collect(const ScrapeContext& ctx, Families* out) = 0;
+  // Like Collect, but may also append ready-made exposition text to *text (families it appends
+  // there must not also be in *out). Collectors whose output rarely changes cache their text
+  // here instead of rebuilding it every scrape. The default calls Collect.
+  virtual bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* /*text*/) {
+    return Collect(ctx, out);
+  }
 };
 
 // A collector known to the command line (--collector.NAME / --no-collector.NAME).
@@ -66,8 +73,7 @@ const std::vector<CollectorInfo>& AllCollectors();
 
 // --- helpers for building families -------------------------------------------------------------
 
-// Appends an empty family and returns it. The reference stays valid until the next AddFamily on
-// the same vector.
+// Appends an empty family and returns it. The reference stays valid while more are appended.
 prometheus::MetricFamily& AddFamily(Families* out, std::string name, std::string help, prometheus::MetricType type);
 // Appends one sample to a counter or gauge family.
 void AddSample(prometheus::MetricFamily& family, Labels labels, double value);

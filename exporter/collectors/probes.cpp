@@ -1,5 +1,6 @@
 #include "collectors/probes.h"
 
+#include "exposition.h"
 #include "scheduler.h"
 
 namespace diskprobe::collectors {
@@ -9,6 +10,35 @@ using probes::ProbeStats;
 
 bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
   if (ctx.probes == nullptr) return true;  // probes disabled: nothing to export
+  CollectResults(ctx, out);
+  CollectStalled(ctx, out);
+  return true;
+}
+
+bool ProbesCollector::CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text) {
+  if (ctx.probes == nullptr) return true;
+  // Read the generation before the snapshot: a change during the snapshot forces a rebuild next time.
+  const std::uint64_t gen = ctx.probes->Generation();
+  if (gen != cached_generation_) {
+    Families f;
+    CollectResults(ctx, &f);
+    cached_text_.clear();
+    WriteExposition(f, &cached_text_);
+    cached_generation_ = gen;
+  }
+  *text += cached_text_;
+  CollectStalled(ctx, out);
+  return true;
+}
+
+void ProbesCollector::CollectStalled(const ScrapeContext& ctx, Families* out) {
+  auto& stalled = AddFamily(out, "diskprobe_probe_stalled",
+                            "1 while a probe operation on the device is past op_deadline and has not returned.",
+                            MetricType::Gauge);
+  for (const auto& [device, is] : ctx.probes->Stalled()) AddSample(stalled, {{"device", device}}, is ? 1 : 0);
+}
+
+void ProbesCollector::CollectResults(const ScrapeContext& ctx, Families* out) {
   std::vector<DeviceProbeSnapshot> snaps = ctx.probes->Snapshot();
 
   auto& latency = AddFamily(out, "diskprobe_probe_latency_seconds",
@@ -38,9 +68,6 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
                            "1 when the probe uses O_DIRECT, 0 when the filesystem refused it (buffered I/O with the "
                            "page cache dropped).",
                            MetricType::Gauge);
-  auto& stalled = AddFamily(out, "diskprobe_probe_stalled",
-                            "1 while a probe operation on the device is past op_deadline and has not returned.",
-                            MetricType::Gauge);
   auto& corrupt = AddFamily(out, "diskprobe_probe_corruptions_total",
                             "Probe-file blocks the verify probe read back damaged or stale (a lost write): each "
                             "offset once. The offsets are in the log.",
@@ -49,7 +76,6 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
                            "Bytes the write probes may still write to the device this UTC day.", MetricType::Gauge);
 
   for (const auto& snap : snaps) {
-    AddSample(stalled, {{"device", snap.device}}, snap.stalled ? 1 : 0);
     if (snap.write_budget_remaining) AddSample(budget, {{"device", snap.device}}, double(*snap.write_budget_remaining));
     for (const auto& [kind, s] : snap.probes) {
       const std::string probe(config::ProbeKindName(kind));
@@ -95,7 +121,6 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
                          MetricType::Gauge);
   for (const auto& d : ctx.probes->Directories())
     AddSample(dirs, {{"device", d.device}, {"directory", d.directory}}, d.ok ? 1 : 0);
-  return true;
 }
 
 }  // namespace diskprobe::collectors

@@ -12,6 +12,16 @@ class ProbesCollector : public Collector {
  public:
   std::string_view Name() const override { return "probes"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
+  // Probe results change once per run (minutes), scrapes come every few seconds: the rendered
+  // text is kept until ProbeManager::Generation() moves; only `stalled` is computed every scrape.
+  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text) override;
+
+ private:
+  // Everything but diskprobe_probe_stalled.
+  void CollectResults(const ScrapeContext& ctx, Families* out);
+  void CollectStalled(const ScrapeContext& ctx, Families* out);
+  std::uint64_t cached_generation_ = 0;
+  std::string cached_text_;
 };
 
 }  // namespace diskprobe::collectors
