@@ -1,0 +1,449 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards of diskprobe_exporter: fleet-overview.json and node-detail.json.
+
+The JSON files are committed; this script is their source. Edit here, run
+`dashboards/generate.py`, commit both. `dashboards/generate.py --check` exits 1 when a committed
+file differs from what the script writes (the dashboard lint test runs it).
+
+Conventions (dashboards/README.md): datasource variable `datasource`; instance/device variables
+from label_values; stable uids; every panel has a unit; no host names in queries. Standard library
+only (python3 is a test dependency in scripts/install-deps.sh).
+"""
+import json
+import os
+import sys
+
+SCHEMA_VERSION = 39  # Grafana 11.0-11.2; later versions migrate it on load
+DS = {"type": "prometheus", "uid": "${datasource}"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Label selectors. The fleet view takes many instances and devices (regex), the node view one.
+FLEET = 'instance=~"$instance", device=~"$device"'
+FLEET_I = 'instance=~"$instance"'
+NODE = 'instance="$instance", device="$device"'
+NODE_I = 'instance="$instance"'
+NODE_P = 'instance="$instance", device="$device", probe=~"$probe"'
+
+P50_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p50_1h"
+P99_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p99_1h"
+# Kernel message kinds that mean the storage failed (docs/metrics.md, kmsg collector).
+KERNEL_ERRORS = "io_error|timeout|crc_error|card_removed|cqe_recovery|filesystem_error|remount_ro|overclock_reduced"
+
+
+class Board:
+    """Lays panels out left to right, top to bottom, on Grafana's 24-column grid."""
+
+    def __init__(self):
+        self.panels = []
+        self.x = 0
+        self.y = 0
+        self.row_h = 0
+
+    def _place(self, w, h):
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def row(self, title):
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        self.panels.append({"type": "row", "title": title, "collapsed": False, "panels": [],
+                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}})
+        self.y += 1
+
+    def add(self, panel, w, h):
+        panel["gridPos"] = self._place(w, h)
+        self.panels.append(panel)
+
+    def finish(self):
+        for i, p in enumerate(self.panels, start=1):
+            p["id"] = i
+        return self.panels
+
+
+def target(expr, ref, legend=None, instant=False, fmt=None):
+    t = {"datasource": DS, "expr": expr, "refId": ref, "editorMode": "code"}
+    if instant:
+        t.update({"instant": True, "range": False, "format": fmt or "table"})
+    else:
+        t.update({"instant": False, "range": True})
+        if fmt:
+            t["format"] = fmt
+    if legend is not None:
+        t["legendFormat"] = legend
+    return t
+
+
+def refs():
+    return [chr(ord("A") + i) for i in range(26)]
+
+
+def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None):
+    """queries: list of (expr, legend)."""
+    defaults = {"unit": unit, "custom": {"drawStyle": "bars" if bars else "line", "lineWidth": 1,
+                                         "fillOpacity": 60 if bars else 10, "showPoints": "never",
+                                         "spanNulls": False,
+                                         "stacking": {"mode": "normal" if stack else "none", "group": "A"}}}
+    if minimum is not None:
+        defaults["min"] = minimum
+    return {"type": "timeseries", "title": title, "description": desc, "datasource": DS,
+            "fieldConfig": {"defaults": defaults, "overrides": []},
+            "options": {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "max"]},
+                        "tooltip": {"mode": "multi", "sort": "desc"}},
+            "targets": [target(e, r, l) for (e, l), r in zip(queries, refs())]}
+
+
+def stat(title, desc, unit, queries, mappings=None, thresholds=None):
+    steps = thresholds or [{"color": "green", "value": None}]
+    return {"type": "stat", "title": title, "description": desc, "datasource": DS,
+            "fieldConfig": {"defaults": {"unit": unit, "mappings": mappings or [],
+                                         "thresholds": {"mode": "absolute", "steps": steps}},
+                            "overrides": []},
+            "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "colorMode": "background", "graphMode": "none", "textMode": "value_and_name",
+                        "orientation": "auto"},
+            "targets": [target(e, r, l, instant=True, fmt="time_series") for (e, l), r in zip(queries, refs())]}
+
+
+def table(title, desc, unit, queries, columns=None, hide=(), sort=None):
+    """queries: list of (expr, column title, unit or None). One row per label set: the queries are
+    instant, formatted as tables and merged on their common labels."""
+    overrides, rename = [], {}
+    exclude = {"Time": True, "job": True}
+    for h in hide:
+        exclude[h] = True
+    for (expr, col, u), r in zip(queries, refs()):
+        field = "Value #" + r if len(queries) > 1 else "Value"
+        if col is None:
+            exclude[field] = True
+            continue
+        rename[field] = col
+        if u:
+            overrides.append({"matcher": {"id": "byName", "options": field},
+                              "properties": [{"id": "unit", "value": u}]})
+    transformations = []
+    if len(queries) > 1:
+        transformations.append({"id": "merge", "options": {}})
+    transformations.append({"id": "organize", "options": {"excludeByName": exclude, "renameByName": rename,
+                                                          "indexByName": columns or {}}})
+    panel = {"type": "table", "title": title, "description": desc, "datasource": DS,
+             "fieldConfig": {"defaults": {"unit": unit, "custom": {"align": "auto", "filterable": True}},
+                             "overrides": overrides},
+             "options": {"showHeader": True, "cellHeight": "sm"},
+             "transformations": transformations,
+             "targets": [target(e, r, instant=True) for (e, _, _), r in zip(queries, refs())]}
+    if sort:
+        panel["options"]["sortBy"] = [{"displayName": sort, "desc": True}]
+    return panel
+
+
+def heatmap(title, desc, expr):
+    return {"type": "heatmap", "title": title, "description": desc, "datasource": DS,
+            "fieldConfig": {"defaults": {"unit": "short", "custom": {"scaleDistribution": {"type": "linear"}}},
+                            "overrides": []},
+            "options": {"calculate": False, "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges",
+                                                                    "steps": 64, "exponent": 0.5, "fill": "dark-orange",
+                                                                    "scale": "exponential", "reverse": False},
+                        "yAxis": {"axisPlacement": "left", "unit": "s"}, "rowsFrame": {"layout": "le"},
+                        "cellValues": {"unit": "short"}, "tooltip": {"show": True, "yHistogram": True},
+                        "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"}},
+            "targets": [target(expr, "A", "{{le}}", fmt="heatmap")]}
+
+
+def query_var(name, label, query, multi, include_all, all_value=None):
+    v = {"name": name, "label": label, "type": "query", "datasource": DS,
+         "query": {"qryType": 1, "query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+         "definition": query, "refresh": 2, "sort": 1, "multi": multi, "includeAll": include_all,
+         "hide": 0, "options": [], "current": {}, "regex": ""}
+    if all_value is not None:
+        v["allValue"] = all_value
+    return v
+
+
+DATASOURCE_VAR = {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+                  "hide": 0, "refresh": 1, "regex": "", "current": {}, "options": []}
+
+
+def dashboard(uid, title, desc, panels, variables, annotations=(), links=()):
+    return {
+        "uid": uid, "title": title, "description": desc, "tags": ["diskprobe", "storage", "raspberry-pi"],
+        "editable": True, "graphTooltip": 1, "schemaVersion": SCHEMA_VERSION, "version": 1,
+        "time": {"from": "now-6h", "to": "now"}, "timepicker": {}, "timezone": "", "refresh": "1m",
+        "fiscalYearStartMonth": 0, "liveNow": False, "weekStart": "",
+        "templating": {"list": variables},
+        "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                                  "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+                                  "name": "Annotations & Alerts", "type": "dashboard"}] + list(annotations)},
+        "links": list(links),
+        "panels": panels,
+    }
+
+
+def prom_annotation(name, expr, color, title, text):
+    return {"name": name, "datasource": DS, "enable": True, "hide": False, "iconColor": color,
+            "expr": expr, "step": "1m", "titleFormat": title, "textFormat": text, "useValueForTime": False,
+            "tagKeys": "device,probe,kind"}
+
+
+# ------------------------------------------------------------------------------------------------
+def fleet_overview():
+    b = Board()
+    b.row("Fleet")
+    b.add(stat("Nodes reporting", "Exporters Prometheus scraped successfully (diskprobe_build_info present).",
+               "none", [(f'count(diskprobe_build_info{{{FLEET_I}}})', "nodes")]), 4, 4)
+    b.add(stat("Devices probed", "Devices with at least one scheduled probe.",
+               "none", [(f'count(count by (instance, device) (diskprobe_probe_runs_total{{{FLEET}}}))', "devices")]), 4, 4)
+    b.add(stat("Failed probe runs (1 h)", "Probe runs that ended in an I/O error or a timeout in the last hour.",
+               "none", [(f'sum(increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1h]))', "runs")],
+               thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}]), 4, 4)
+    b.add(stat("Read-only devices", "Block devices the kernel marks read-only (includes loop devices and eMMC boot areas, which are read-only by design).",
+               "none", [(f'sum(diskprobe_block_read_only{{{FLEET}}})', "devices")]), 4, 4)
+    b.add(stat("Nodes with under-voltage (1 h)", "Raspberry Pis whose firmware reported under-voltage in the last hour.",
+               "none", [(f'sum(max_over_time(diskprobe_board_under_voltage_occurred{{{FLEET_I}}}[1h]))', "nodes")],
+               thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}]), 4, 4)
+    b.add(stat("Card swaps (24 h)", "Cards replaced by another card (a different CID) in the last day.",
+               "none", [(f'sum(increase(diskprobe_mmc_card_swaps_total{{{FLEET}}}[1d]))', "swaps")]), 4, 4)
+
+    per_device = f'group by (job, instance, device) (diskprobe_block_info{{{FLEET}}})'
+    q = [
+        (f'group by (instance, device, board) (label_replace(diskprobe_board_info{{{FLEET_I}}}, "board", "$1", "model", "(.*)") '
+         f'* on (job, instance) group_right (board) {per_device})', None, None),
+        (f'group by (instance, device, maker, name, type) (diskprobe_mmc_card_info{{{FLEET}}})', None, None),
+        (f'max by (instance, device) (diskprobe_mmc_card_app_perf_class{{{FLEET}}})', "A class", "none"),
+        (f'max by (instance, device) (diskprobe_mmc_card_speed_class{{{FLEET}}})', "speed class", "none"),
+        (f'max by (instance, device) (diskprobe_mmc_card_uhs_speed_grade{{{FLEET}}})', "UHS grade", "none"),
+        (f'max by (instance, device) (diskprobe_mmc_ios_clock_hertz{{{FLEET}, device!=""}})', "clock requested", "hertz"),
+        (f'max by (instance, device) (diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}})', "clock actual", "hertz"),
+        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="randread"}})', "randread p50", "s"),
+        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="randread"}})', "randread p99", "s"),
+        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="write"}})', "write p50", "s"),
+        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="write"}})', "write p99", "s"),
+        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="fsync"}})', "fsync p50", "s"),
+        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="fsync"}})', "fsync p99", "s"),
+        (f'max by (instance, device) (diskprobe_probe_last_throughput_bytes_per_second{{{FLEET}, probe="seqread"}})', "seqread", "Bps"),
+        (f'sum by (instance, device) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1d]))', "failed runs 24h", "none"),
+        (f'max by (instance, device) (diskprobe_block_read_only{{{FLEET}}})', "read-only", "bool_yes_no"),
+        (f'max by (instance, device) (max_over_time(diskprobe_board_under_voltage_occurred{{{FLEET_I}}}[1h]) '
+         f'* on (job, instance) group_right () {per_device})', "under-voltage 1h", "bool_yes_no"),
+        (f'min by (instance, device) (diskprobe_probe_write_budget_remaining_bytes{{{FLEET}}})', "budget left today", "bytes"),
+        (f'sum by (instance, device) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[1d]))',
+         "kernel errors 24h", "none"),
+        (f'max by (instance, device) (diskprobe_filesystem_read_only{{{FLEET}}})', "a filesystem read-only", "bool_yes_no"),
+    ]
+    b.add(table("Fleet: one row per node and device",
+                "Board model, card maker and product, claimed classes, SD bus clock requested vs actual, probe latency "
+                "p50/p99 over the last hour per probe kind, sequential read throughput, failed runs, read-only and "
+                "under-voltage states, the write budget left, kernel error messages in 24 h and whether a filesystem of the "
+                "device is mounted read-only (on purpose or after errors). Empty cells: not a Pi, not an SD/eMMC card, or "
+                "that probe is not scheduled.", "none", q, hide=("Value #A", "Value #B"), sort="randread p99"), 24, 12)
+
+    b.row("Card models and the slowest cards")
+    card_join = f'* on (job, instance, device) group_left (maker, name) diskprobe_mmc_card_info{{{FLEET}}}'
+    rank = [
+        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="randread"}} {card_join})', "randread p99 (median of cards)", "s"),
+        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="write"}} {card_join})', "write p99 (median of cards)", "s"),
+        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="fsync"}} {card_join})', "fsync p99 (median of cards)", "s"),
+        (f'count by (maker, name) (diskprobe_mmc_card_info{{{FLEET}}})', "cards", "none"),
+    ]
+    b.add(table("Card models ranked (median of per-card p99, 1 h)",
+                "For each card model (CID maker + product name), the median over the fleet's cards of each card's p99 "
+                "latency over the last hour, per probe kind, and the number of cards of that model. Sort by a column "
+                "to rank; a model with one card is one card's figure.", "s", rank, sort="randread p99 (median of cards)"), 14, 10)
+    b.add(table("Ten slowest devices (randread p99, 1 h)",
+                "The ten devices with the highest p99 of 4 KiB random reads over the last hour.",
+                "s", [(f'topk(10, {P99_1H}{{{FLEET}, probe="randread"}})', "randread p99", "s")],
+                hide=("__name__", "probe"), sort="randread p99"), 10, 10)
+
+    b.row("Latency over time")
+    b.add(timeseries("randread p99 (15 min window)", "p99 of the 4 KiB random-read probe per device.", "s",
+                     [(f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{FLEET}, probe="randread"}}', "{{instance}} {{device}}")]), 12, 8)
+    b.add(timeseries("fsync p99 (1 h window)", "p99 of 4 KiB write + fdatasync per device: the commit latency a database sees.", "s",
+                     [(f'{P99_1H}{{{FLEET}, probe="fsync"}}', "{{instance}} {{device}}")]), 12, 8)
+    b.add(timeseries("Failed probe runs", "Probe runs that ended in an I/O error or timed out, per device and probe.", "short",
+                     [(f'sum by (instance, device, probe) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[$__rate_interval]))',
+                       "{{instance}} {{device}} {{probe}}")], bars=True, stack=True), 12, 8)
+    b.add(timeseries("Kernel storage errors", "Kernel log messages that tell a failing card, per device and kind (I/O errors, timeouts, CRC errors, card removed, filesystem errors, remounts read-only), per interval.", "short",
+                     [(f'sum by (instance, device, kind) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[$__rate_interval]))',
+                       "{{instance}} {{device}} {{kind}}")], bars=True, stack=True), 12, 8)
+    b.add(timeseries("SD bus clock (actual)", "The clock the SD host delivers. A drop means the driver reduced its (over)clock after errors.", "hertz",
+                     [(f'diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}}', "{{instance}} {{host}} {{device}}")]), 12, 8)
+
+    variables = [
+        DATASOURCE_VAR,
+        query_var("instance", "Instance", "label_values(diskprobe_build_info, instance)", True, True, ".*"),
+        query_var("device", "Device", 'label_values(diskprobe_block_info{instance=~"$instance"}, device)', True, True, ".*"),
+    ]
+    links = [{"title": "Node detail", "type": "dashboards", "tags": ["diskprobe"], "asDropdown": False,
+              "includeVars": False, "keepTime": True}]
+    return dashboard("diskprobe-fleet-overview", "diskprobe: fleet overview",
+                     "Every node's storage in one view: cards ranked, the slow ones highlighted (diskprobe_exporter).",
+                     b.finish(), variables, links=links)
+
+
+def node_detail():
+    b = Board()
+    b.row("Probe latency")
+    b.add(heatmap("Probe latency heatmap",
+                  "Operations per latency bucket per interval, from the diskprobe_probe_latency_seconds histogram, for "
+                  "the selected probe kinds (randread and write mixed when both are selected: pick one to read it).",
+                  f'sum by (le) (increase(diskprobe_probe_latency_seconds_bucket{{{NODE_P}}}[$__rate_interval]))'), 12, 9)
+    b.add(timeseries("Latency percentiles (15 min window)", "p50, p90 and p99 per probe kind, from the recording rules.", "s",
+                     [(f'instance_device_probe:diskprobe_probe_latency_seconds:p50_15m{{{NODE_P}}}', "{{probe}} p50"),
+                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p90_15m{{{NODE_P}}}', "{{probe}} p90"),
+                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{NODE_P}}}', "{{probe}} p99")]), 12, 9)
+    b.add(timeseries("Mean operation latency", "Mean latency of the probe's operations per interval.", "s",
+                     [(f'rate(diskprobe_probe_latency_seconds_sum{{{NODE_P}}}[$__rate_interval]) / '
+                       f'rate(diskprobe_probe_latency_seconds_count{{{NODE_P}}}[$__rate_interval])', "{{probe}}")]), 8, 8)
+    b.add(timeseries("Last run: IOPS (queue depth 1)", "Operations of the last successful run ÷ the time spent in them.", "iops",
+                     [(f'diskprobe_probe_last_iops{{{NODE_P}}}', "{{probe}}")]), 8, 8)
+    b.add(timeseries("Last run: throughput", "Bytes of the last successful run ÷ the time spent in its operations (seqread: the hdparm -t figure).", "Bps",
+                     [(f'diskprobe_probe_last_throughput_bytes_per_second{{{NODE_P}}}', "{{probe}}")]), 8, 8)
+    b.add(timeseries("Probe runs by result", "Runs per interval: ok, error, timeout, and the runs skipped (busy device, write budget, free space).", "short",
+                     [(f'sum by (probe, result) (increase(diskprobe_probe_runs_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{result}}")],
+                     bars=True, stack=True), 12, 8)
+    b.add(timeseries("Failed operations by errno class", "Operations that failed, by errno class (eio, enospc, eacces, erofs, other).", "short",
+                     [(f'sum by (probe, reason) (increase(diskprobe_probe_errors_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{reason}}")],
+                     bars=True, stack=True), 12, 8)
+    b.add(stat("Stalled", "1 while a probe operation has run past op_deadline without returning.", "bool_yes_no",
+               [(f'diskprobe_probe_stalled{{{NODE}}}', "stalled")],
+               thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}]), 6, 4)
+    b.add(stat("Last run succeeded", "Per probe kind: 1 when its last completed run was ok.", "bool_yes_no",
+               [(f'diskprobe_probe_last_success{{{NODE_P}}}', "{{probe}}")],
+               thresholds=[{"color": "red", "value": None}, {"color": "green", "value": 1}]), 18, 4)
+
+    b.row("The probe's own cost")
+    b.add(timeseries("Probe bytes per day", "What the probes read and wrote on this device over the preceding 24 h (their cost; config/default.yml estimates it).", "bytes",
+                     [(f'sum by (probe) (increase(diskprobe_probe_written_bytes_total{{{NODE_P}}}[1d]))', "{{probe}} written"),
+                      (f'sum by (probe) (increase(diskprobe_probe_read_bytes_total{{{NODE_P}}}[1d]))', "{{probe}} read")]), 12, 8)
+    b.add(timeseries("Write budget left today", "write_budget_per_day minus what the probes wrote this UTC day.", "bytes",
+                     [(f'diskprobe_probe_write_budget_remaining_bytes{{{NODE}}}', "budget left")], minimum=0), 12, 8)
+
+    b.row("Block I/O (kernel counters)")
+    b.add(timeseries("IOPS", "Completed requests per second (/sys/block/<dev>/stat), reads and writes.", "iops",
+                     [(f'rate(diskprobe_block_reads_completed_total{{{NODE}}}[$__rate_interval])', "reads"),
+                      (f'rate(diskprobe_block_writes_completed_total{{{NODE}}}[$__rate_interval])', "writes"),
+                      (f'rate(diskprobe_block_discards_completed_total{{{NODE}}}[$__rate_interval])', "discards"),
+                      (f'rate(diskprobe_block_flushes_completed_total{{{NODE}}}[$__rate_interval])', "flushes")]), 8, 8)
+    b.add(timeseries("Throughput", "Bytes read and written per second.", "Bps",
+                     [(f'rate(diskprobe_block_read_bytes_total{{{NODE}}}[$__rate_interval])', "read"),
+                      (f'rate(diskprobe_block_written_bytes_total{{{NODE}}}[$__rate_interval])', "written")]), 8, 8)
+    b.add(timeseries("Utilisation", "Fraction of time the device had I/O in flight (io_ticks). Near 100 % on a card means it is the bottleneck.", "percentunit",
+                     [(f'rate(diskprobe_block_io_time_seconds_total{{{NODE}}}[$__rate_interval])', "busy")], minimum=0), 8, 8)
+    b.add(timeseries("Await", "Mean time per completed request, queueing included (read/write ticks ÷ completions).", "s",
+                     [(f'rate(diskprobe_block_read_time_seconds_total{{{NODE}}}[$__rate_interval]) / '
+                       f'(rate(diskprobe_block_reads_completed_total{{{NODE}}}[$__rate_interval]) > 0)', "read"),
+                      (f'rate(diskprobe_block_write_time_seconds_total{{{NODE}}}[$__rate_interval]) / '
+                       f'(rate(diskprobe_block_writes_completed_total{{{NODE}}}[$__rate_interval]) > 0)', "write")]), 12, 8)
+    b.add(timeseries("Queue", "Average number of requests in the queue (time_in_queue rate) and requests in flight at scrape time.", "short",
+                     [(f'rate(diskprobe_block_io_time_weighted_seconds_total{{{NODE}}}[$__rate_interval])', "average queue"),
+                      (f'diskprobe_block_io_now{{{NODE}}}', "in flight")]), 12, 8)
+
+    b.row("Kernel log and filesystems")
+    b.add(timeseries("Kernel log messages by kind", "Kernel messages about this device per interval: io_error, timeout, crc_error, card_removed, overclock_reduced, filesystem_error, remount_ro, cqe_recovery (docs/metrics.md, kmsg collector).", "short",
+                     [(f'sum by (kind) (increase(diskprobe_kernel_messages_total{{{NODE}}}[$__rate_interval]))', "{{kind}}")],
+                     bars=True, stack=True), 12, 8)
+    b.add(table("Filesystems", "The filesystems on this device: read-only state (after errors, or on purpose), ext4 errors recorded in the superblock (kept until fsck) and warnings since mount.", "none",
+                [(f'max by (partition, mountpoint, fstype) (diskprobe_filesystem_read_only{{{NODE}}})', "read-only", "bool_yes_no"),
+                 (f'max by (partition) (diskprobe_ext4_errors_total{{{NODE}}})', "ext4 errors", "none"),
+                 (f'max by (partition) (diskprobe_ext4_warnings_total{{{NODE}}})', "ext4 warnings", "none")]), 12, 8)
+
+    b.row("SD card and bus")
+    b.add(timeseries("SD bus clock", "What the mmc core requests (clock), what the host delivers (actual clock) and the sd_overclock config.txt asks for.", "hertz",
+                     [(f'diskprobe_mmc_ios_clock_hertz{{{NODE}}}', "requested ({{host}})"),
+                      (f'diskprobe_mmc_ios_actual_clock_hertz{{{NODE}}}', "actual ({{host}})"),
+                      (f'diskprobe_boot_sd_overclock_hertz{{{NODE_I}}}', "config.txt sd_overclock")]), 12, 8)
+    b.add(table("Bus state", "Timing mode, bus width and signalling voltage of the card's host (debugfs ios).", "none",
+                [(f'max by (host, timing) (diskprobe_mmc_ios_timing_spec{{{NODE}}})', "timing code", "none"),
+                 (f'max by (host) (diskprobe_mmc_ios_bus_width{{{NODE}}})', "bus width", "none"),
+                 (f'max by (host) (diskprobe_mmc_ios_signal_voltage_volts{{{NODE}}})', "signal voltage", "volt")]), 12, 8)
+    b.add(table("Card identity", "The card's CID, decoded: maker, product name, revision, serial, manufacturing date, SD spec; and its capacity.", "none",
+                [(f'diskprobe_mmc_card_info{{{NODE}}}', None, None),
+                 (f'max by (device) (diskprobe_mmc_card_capacity_bytes{{{NODE}}})', "capacity", "bytes")],
+                hide=("__name__", "instance", "Value #A")), 24, 5)
+    b.add(table("Claimed classes", "What the card's SD Status register claims: speed class (C), UHS grade (U), video class (V), application performance class (A), and the CID's counterfeit indicators.", "none",
+                [(f'max by (device) (diskprobe_mmc_card_speed_class{{{NODE}}})', "speed class", "none"),
+                 (f'max by (device) (diskprobe_mmc_card_uhs_speed_grade{{{NODE}}})', "UHS grade", "none"),
+                 (f'max by (device) (diskprobe_mmc_card_video_speed_class{{{NODE}}})', "video class", "none"),
+                 (f'max by (device) (diskprobe_mmc_card_app_perf_class{{{NODE}}})', "A class", "none"),
+                 (f'max by (device) (diskprobe_mmc_card_cid_suspicions{{{NODE}}})', "CID suspicions", "none")]), 12, 5)
+    b.add(table("eMMC wear", "life_time_estimate per area (1 = 0-10 % used ... 10 = 90-100 %, 11 = exceeded) and pre_eol_info (1 normal, 2 warning, 3 urgent).", "none",
+                [(f'max by (device, type) (diskprobe_mmc_card_life_time_estimate{{{NODE}}})', "life time estimate", "none"),
+                 (f'max by (device) (diskprobe_mmc_card_pre_eol_info{{{NODE}}})', "pre-EOL info", "none")]), 12, 5)
+
+    b.row("Board and boot configuration")
+    b.add(table("Board", "The board model from the device tree.", "none",
+                [(f'diskprobe_board_info{{{NODE_I}}}', None, None)], hide=("__name__", "instance")), 12, 4)
+    b.add(table("config.txt: SD settings", "The SD-related settings of config.txt in force for this board (empty: not set), whether this board's SD host honours sd_overclock, and the sections that could not be evaluated.", "none",
+                [(f'diskprobe_boot_sd_config_info{{{NODE_I}}}', None, None),
+                 (f'max(diskprobe_boot_sd_overclock_honoured{{{NODE_I}}})', "overclock honoured", "bool_yes_no"),
+                 (f'max(diskprobe_boot_config_unevaluated_sections{{{NODE_I}}})', "unevaluated sections", "none")],
+                hide=("__name__", "instance", "Value #A")), 12, 4)
+    b.add(timeseries("Under-voltage and throttling", "Firmware flags: now = at the scrape, occurred = sticky since boot (or the last seconds where the rpi_volt hwmon driver clears them).", "bool_yes_no",
+                     [(f'diskprobe_board_under_voltage_now{{{NODE_I}}}', "under-voltage now"),
+                      (f'diskprobe_board_under_voltage_occurred{{{NODE_I}}}', "under-voltage occurred"),
+                      (f'diskprobe_board_throttled_now{{{NODE_I}}}', "throttled now"),
+                      (f'diskprobe_board_arm_frequency_capped_now{{{NODE_I}}}', "ARM frequency capped now"),
+                      (f'diskprobe_board_soft_temperature_limit_now{{{NODE_I}}}', "soft temperature limit now")], minimum=0), 12, 8)
+    b.add(table("Device", "Block device facts: model, serial, scheduler, size, removable, rotational.", "none",
+                [(f'diskprobe_block_info{{{NODE}}}', None, None),
+                 (f'max by (device) (diskprobe_block_size_bytes{{{NODE}}})', "size", "bytes"),
+                 (f'max by (device) (diskprobe_block_removable{{{NODE}}})', "removable", "bool_yes_no"),
+                 (f'max by (device) (diskprobe_block_rotational{{{NODE}}})', "rotational", "bool_yes_no")],
+                hide=("__name__", "instance", "Value #A")), 12, 8)
+
+    variables = [
+        DATASOURCE_VAR,
+        query_var("instance", "Instance", "label_values(diskprobe_build_info, instance)", False, False),
+        query_var("device", "Device", 'label_values(diskprobe_block_info{instance="$instance"}, device)', False, False),
+        query_var("probe", "Probe", 'label_values(diskprobe_probe_runs_total{instance="$instance", device="$device"}, probe)',
+                  True, True, ".*"),
+    ]
+    annotations = [
+        prom_annotation("Probe failures", f'increase(diskprobe_probe_runs_total{{{NODE}, result=~"error|timeout"}}[2m]) > 0',
+                        "red", "{{probe}} probe failed", "{{device}}: {{result}}"),
+        prom_annotation("Kernel errors", f'increase(diskprobe_kernel_messages_total{{{NODE}, kind=~"{KERNEL_ERRORS}"}}[2m]) > 0',
+                        "dark-red", "kernel: {{kind}}", "{{device}} {{host}}"),
+        prom_annotation("Card swapped", f'increase(diskprobe_mmc_card_swaps_total{{{NODE}}}[2m]) > 0',
+                        "purple", "card swapped", "{{device}}: another card (new CID)"),
+        prom_annotation("Firing alerts", f'ALERTS{{alertstate="firing", {NODE_I}, alertname=~"Diskprobe.*"}}',
+                        "orange", "{{alertname}}", "{{device}} {{probe}}"),
+    ]
+    return dashboard("diskprobe-node-detail", "diskprobe: node detail",
+                     "One node, one device: probe latency heatmap and percentiles, kernel I/O counters, SD bus and card facts, board and config.txt (diskprobe_exporter).",
+                     b.finish(), variables, annotations=annotations)
+
+
+DASHBOARDS = {"fleet-overview.json": fleet_overview, "node-detail.json": node_detail}
+
+
+def render(fn):
+    return json.dumps(fn(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv):
+    check = "--check" in argv
+    stale = []
+    for name, fn in DASHBOARDS.items():
+        path = os.path.join(HERE, name)
+        text = render(fn)
+        if check:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    if f.read() != text:
+                        stale.append(name)
+            except FileNotFoundError:
+                stale.append(name)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    if stale:
+        print("out of date (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
