@@ -2,14 +2,14 @@
 # Installs what diskprobe_exporter needs from Debian packages, and only what is missing.
 # Idempotent: a second run installs nothing. Runs as root, or through sudo.
 #   scripts/install-deps.sh build   # compiler, CMake, libraries
-#   scripts/install-deps.sh test    # build + GoogleTest, Prometheus/promtool, node_exporter (bench peer), curl,
+#   scripts/install-deps.sh test    # build + GoogleTest, Prometheus/promtool, node_exporter (bench peer), curl, python3,
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
 set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
             nlohmann-json3-dev libboost-dev)
-test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq
+test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs)
 
 want=("${build_pkgs[@]}")
