@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-SCHEMA_VERSION = 39  # Grafana 11.0-11.2; later versions migrate it on load
+SCHEMA_VERSION = 42  # what Grafana 12.x writes; newer versions migrate it on load
 DS = {"type": "prometheus", "uid": "${datasource}"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -26,7 +26,7 @@ import sys
 
 SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
 UIDS = {"fleet-overview.json": "diskprobe-fleet-overview", "node-detail.json": "diskprobe-node-detail"}
-SCHEMA_VERSION = 39
+SCHEMA_VERSION = 42
 PROMETHEUS_OWN = {"up", "ALERTS", "ALERTS_FOR_STATE", "scrape_duration_seconds", "scrape_samples_scraped",
                   "scrape_samples_post_metric_relabeling", "scrape_series_added"}
 
