@@ -18,8 +18,11 @@
 #include "collectors/collector.h"
 #include "config/config.h"
 #include "devices.h"
+#include "http/auth.h"
 #include "http/routes.h"
 #include "http/server.h"
+#include "http/tls.h"
+#include "http/web_config.h"
 #include "scheduler.h"
 #include "scrape.h"
 #include "util/log.h"
@@ -85,6 +88,7 @@ int main(int argc, char** argv) {
   bool config_check = false;
   std::vector<std::string> listen = {":29100"};
   std::string telemetry_path = "/metrics";
+  std::string web_config_file;
   int max_requests = 8;
   collectors::Paths paths;
   std::string log_level = "info";
@@ -102,6 +106,9 @@ int main(int argc, char** argv) {
                  "Addresses to listen on: :PORT, HOST:PORT; repeat the flag or separate with commas.")
       ->capture_default_str()
       ->delimiter(',');
+  app.add_option("--web.config.file", web_config_file,
+                 "Web configuration (Prometheus exporter-toolkit format) that enables TLS and/or basic "
+                 "authentication. Read at start-up.");
   app.add_option("--web.telemetry-path", telemetry_path, "Path under which metrics are exposed.")
       ->capture_default_str()
       ->check([](const std::string& p) { return !p.empty() && p[0] == '/' ? "" : "must start with /"; });
@@ -174,6 +181,22 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::shared_ptr<const http::WebConfig> web;
+  if (!web_config_file.empty()) {
+    http::WebConfigResult w = http::LoadWebConfigFile(web_config_file);
+    if (!w.config) {
+      PrintErrors(w.errors);
+      log::Error("invalid web configuration, not starting", {{"file", web_config_file}});
+      return 1;
+    }
+    web = w.config;
+    std::string err;
+    if (web->tls && !http::LoadOpenSslCompat(&err)) {
+      log::Error("cannot enable TLS", {{"err", err}});
+      return 1;
+    }
+  }
+
   if (!InstallSignalHandlers()) {
     log::Error("cannot install signal handlers", {{"err", std::strerror(errno)}});
     return 1;
@@ -202,15 +225,19 @@ int main(int argc, char** argv) {
   std::atomic<bool> ready{false};
   http::Server server;
   std::string err;
-  if (!server.Start(addresses, max_requests, http::MakeExporterHandler(&scraper, &devices, telemetry_path, &ready),
-                    &err)) {
+  http::Handler handler = http::MakeExporterHandler(&scraper, &devices, telemetry_path, &ready);
+  if (web && !web->users.empty())
+    handler = http::RequireBasicAuth(std::make_shared<http::BasicAuth>(web->users), std::move(handler));
+  if (!server.Start(addresses, max_requests, std::move(handler), &err, web && web->tls ? &*web->tls : nullptr)) {
     log::Error("cannot start HTTP server", {{"err", err}});
     devices.Stop();
     return 1;
   }
   std::string bound;
   for (const auto& b : server.BoundAddresses()) bound += (bound.empty() ? "" : ",") + b;
-  log::Info("listening", {{"address", bound}, {"telemetry_path", telemetry_path}});
+  log::Info("listening", {{"address", bound}, {"telemetry_path", telemetry_path},
+                          {"tls", web && web->tls ? "true" : "false"},
+                          {"basic_auth", web && !web->users.empty() ? "true" : "false"}});
   ready.store(true);
 
   for (;;) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "http/tls.h"
 #include "util/file.h"
 #include "util/log.h"
 
@@ -94,7 +95,8 @@ std::vector<std::string> SplitAddresses(const std::vector<std::string>& values) 
 Server::Server() = default;
 Server::~Server() { Stop(); }
 
-bool Server::Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error) {
+bool Server::Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error,
+                   const TlsServerConfig* tls) {
   if (ctx_ != nullptr) {
     *error = "server already started";
     return false;
@@ -105,11 +107,15 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
     auto p = ToListeningPort(a, error);
     if (!p) return false;
     hosts_.push_back(p->substr(0, p->rfind(':')));
-    ports += (ports.empty() ? "" : ",") + *p;
+    ports += (ports.empty() ? "" : ",") + *p + (tls ? "s" : "");
   }
   if (ports.empty()) {
     *error = "no listen address";
     return false;
+  }
+  if (tls != nullptr) {
+    ssl_ctx_ = MakeSslContext(*tls, error);
+    if (ssl_ctx_ == nullptr) return false;
   }
   handler_ = std::move(handler);
   const std::string nthreads = std::to_string(threads < 1 ? 1 : threads);
@@ -122,6 +128,7 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
   mg_callbacks callbacks{};
   callbacks.begin_request = &Server::BeginRequest;
   callbacks.log_message = &Server::LogMessage;
+  if (ssl_ctx_ != nullptr) callbacks.external_ssl_ctx = &Server::ExternalSslCtx;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
@@ -151,6 +158,8 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
         *error = "cannot listen on " + one + ": " + std::strerror(errno);
       ::close(fd);
     }
+    if (ssl_ctx_ != nullptr) FreeSslContext(ssl_ctx_);
+    ssl_ctx_ = nullptr;
     return false;
   }
   return true;
@@ -208,6 +217,19 @@ std::vector<std::string> Server::BoundAddresses() const {
     out.push_back(host + ":" + std::to_string(ports[i].port));
   }
   return out;
+}
+
+// civetweb asks for its SSL_CTX when it starts (*ssl_ctx == NULL: hand over ours, return 1 so it
+// creates none) and offers it back when the context is freed (non-NULL: ours to free, return 1).
+int Server::ExternalSslCtx(void** ssl_ctx, void* user_data) {
+  auto* self = static_cast<Server*>(user_data);
+  if (*ssl_ctx == nullptr) {
+    *ssl_ctx = self->ssl_ctx_;
+    return self->ssl_ctx_ != nullptr ? 1 : -1;
+  }
+  FreeSslContext(*ssl_ctx);
+  if (*ssl_ctx == self->ssl_ctx_) self->ssl_ctx_ = nullptr;
+  return 1;
 }
 
 int Server::LogMessage(const mg_connection*, const char* message) {

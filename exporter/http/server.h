@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "http/web_config.h"
+
 struct mg_context;
 struct mg_connection;
 
@@ -52,9 +54,12 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Starts listening on every address (Prometheus syntax) with `threads` worker threads.
-  // Returns false with *error (civetweb's reason, e.g. "cannot bind to 0.0.0.0:29100") on failure.
-  bool Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error);
+  // Starts listening on every address (Prometheus syntax) with `threads` worker threads; with
+  // `tls`, every port speaks HTTPS only (LoadOpenSslCompat() must have succeeded, see http/tls.h).
+  // Returns false with *error (civetweb's reason, e.g. "cannot bind to 0.0.0.0:29100", or the TLS
+  // file and OpenSSL's reason) on failure.
+  bool Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error,
+             const TlsServerConfig* tls = nullptr);
   // Stops accepting, waits for running requests and joins civetweb's threads, for at most
   // `timeout`. Returns false when civetweb had not finished by then (a client holding an idle
   // connection): the caller should then exit the process without running destructors. Idempotent.
@@ -65,10 +70,12 @@ class Server {
  private:
   static int BeginRequest(mg_connection* conn);
   static int LogMessage(const mg_connection* conn, const char* message);
+  static int ExternalSslCtx(void** ssl_ctx, void* user_data);
 
   mg_context* ctx_ = nullptr;
   Handler handler_;
   std::vector<std::string> hosts_;  // IPv4 host of each listening socket, in order
+  void* ssl_ctx_ = nullptr;         // SSL_CTX handed to civetweb, which gives it back to be freed
 };
 
 }  // namespace diskprobe::http

@@ -1,0 +1,71 @@
+#pragma once
+// HTTP basic authentication against bcrypt hashes (basic_auth_users of --web.config.file), checked
+// in our own handler before any route.
+//
+// bcrypt is deliberately slow (about 70 ms per check at cost 10 on an x86 core, several times that
+// on a Pi), so:
+//  - verified credentials are cached. The cache key is HMAC-SHA256 under a random key made at
+//    start-up of (user, password, hash): the process never keeps a password, the key cannot be
+//    guessed from outside, and only a *successful* bcrypt check inserts a key, so wrong passwords
+//    can neither poison the cache nor tell, by timing, which users are cached.
+//  - at most one bcrypt computation runs at a time; a request needing bcrypt while another one
+//    runs is answered 429 at once instead of queueing, so a flood of wrong passwords costs one core
+//    at most and never holds worker threads that cached (correct) scrapes need.
+//  - an unknown user costs a bcrypt check against a dummy hash, like a known one, so response
+//    times do not reveal which user names exist.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "http/server.h"
+
+namespace diskprobe::http {
+
+// Checks `password` against a bcrypt `hash` ($2a$/$2b$/$2y$) with libxcrypt's crypt_rn; compares in
+// constant time. False for a malformed hash.
+bool BcryptVerify(std::string_view password, const std::string& hash);
+
+// Decodes standard base64 (RFC 4648 section 4, padding required). nullopt on any invalid input.
+std::optional<std::string> DecodeBase64(std::string_view in);
+
+class BasicAuth {
+ public:
+  using Verifier = std::function<bool(std::string_view password, const std::string& hash)>;
+  enum class Result { kOk, kDenied, kBusy };
+
+  // users: user name -> bcrypt hash. `verify` is BcryptVerify except in tests.
+  explicit BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify = BcryptVerify);
+
+  // Checks an Authorization header value ("Basic <base64 user:password>"); nullopt: no header.
+  Result Check(std::optional<std::string_view> authorization);
+
+  // How many times the verifier ran (bcrypt computations), and the cache size: for tests.
+  std::uint64_t verifications() const;
+  std::size_t cached() const;
+
+  static constexpr std::size_t kMaxCached = 256;  // distinct verified credentials kept; cleared when full
+
+ private:
+  std::string CacheKey(std::string_view user, std::string_view password, const std::string& hash) const;
+
+  std::vector<std::pair<std::string, std::string>> users_;
+  Verifier verify_;
+  unsigned char key_[32];
+  mutable std::mutex mu_;  // guards cache_ and verifications_
+  std::unordered_set<std::string> cache_;
+  std::uint64_t verifications_ = 0;
+  std::mutex bcrypt_slot_;  // held while one bcrypt computation runs
+};
+
+// Wraps `next`: a request without valid credentials gets 401 with `WWW-Authenticate: Basic`, one
+// arriving while a bcrypt check runs gets 429 with `Retry-After: 1`; `next` sees only authorised ones.
+Handler RequireBasicAuth(std::shared_ptr<BasicAuth> auth, Handler next);
+
+}  // namespace diskprobe::http

@@ -1,0 +1,39 @@
+#pragma once
+// TLS for civetweb 1.15 on OpenSSL 3 (Debian 12 / Raspberry Pi OS Bookworm).
+//
+// Debian's civetweb is built for the OpenSSL 1.1 API and loads OpenSSL at run time with
+// dlopen("libssl.so") and dlopen("libcrypto.so"), then dlsym()s each function from those handles.
+// On OpenSSL 3 two things break: SSL_get_peer_certificate no longer exists (it became
+// SSL_get1_peer_certificate), so civetweb calls a NULL pointer on the first HTTPS connection
+// (upstream civetweb issue 1334); and the unversioned names exist only where libssl-dev is
+// installed, which a Pi running the exporter does not have. docs/architecture.md weighs the options.
+//
+// The fix: two tiny compat libraries, shipped with the exporter in a private directory
+// (<prefix>/lib/diskprobe_exporter), whose SONAMEs are "libssl.so" and "libcrypto.so". They link
+// the real libssl.so.3 / libcrypto.so.3 and the libssl one adds SSL_get_peer_certificate as a
+// forwarder. LoadOpenSslCompat() dlopens them by full path before civetweb starts; glibc then
+// answers civetweb's dlopen("libssl.so") with the already-loaded object of that SONAME, and dlsym
+// on it finds every other function in its dependency, the real libssl.so.3.
+//
+// The SSL_CTX itself is built here with OpenSSL 3 directly (MakeSslContext) and handed to civetweb
+// through its external_ssl_ctx callback, so certificate and key may be separate files and every
+// exporter-toolkit option maps onto OpenSSL calls rather than onto civetweb's narrower options.
+#include <string>
+
+#include "http/web_config.h"
+
+namespace diskprobe::http {
+
+// Loads the compat libraries from the first directory that has both: <exe dir>/../lib/diskprobe_exporter
+// (installed), then <exe dir>/lib/diskprobe_exporter (build tree). Then checks that dlopen("libssl.so")
+// resolves to the compat library and that SSL_get_peer_certificate resolves through it. Idempotent.
+// False with *error naming the directories tried or the failed check.
+bool LoadOpenSslCompat(std::string* error);
+
+// Builds a server SSL_CTX (returned as void* so that callers need no OpenSSL headers) from `tls`:
+// certificate chain, private key (checked against the certificate), protocol version bounds,
+// client certificate policy and CAs. nullptr with *error (file name and OpenSSL's reason) on failure.
+void* MakeSslContext(const TlsServerConfig& tls, std::string* error);
+void FreeSslContext(void* ctx);
+
+}  // namespace diskprobe::http

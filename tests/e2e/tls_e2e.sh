@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# End-to-end: --web.config.file with TLS and basic auth on the real binary (civetweb 1.15 with
+# OpenSSL 3 through the compat libraries, exporter/http/tls.h). A CA and certificates made with
+# openssl; promtool check web-config on the example files; curl with the right password (200), a
+# wrong one (401), none (401), plain HTTP to the TLS port (refused); client certificates; a real
+# Prometheus scraping over HTTPS with basic_auth (up == 1); 1,000 wrong-password requests against
+# correct scrapes (latency ratio printed, must stay <= 2).
+# Usage: tls_e2e.sh <path to diskprobe_exporter>
+EXPORTER=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+cd "$E2E_WORK"
+
+for tool in curl promtool prometheus jq openssl htpasswd; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+
+log "CA, server and client certificates"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=diskprobe-test-ca \
+  -keyout ca.key -out ca.crt 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost \
+  -keyout server.key -out server.csr 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext \
+  -out server.crt 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=prometheus \
+  -keyout client.key -out client.csr 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' >client.ext
+openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext \
+  -out client.crt 2>/dev/null
+cp ca.crt client-ca.crt
+check "certificates made (server.crt verifies against ca.crt)" openssl verify -CAfile ca.crt server.crt
+
+log "example files pass promtool check web-config and our own parser"
+for f in "$SRC"/deploy/web-config/web-config*.yml; do
+  cp "$f" .
+  b=$(basename "$f")
+  check "promtool check web-config $b" promtool check web-config "$b"
+  check "diskprobe_exporter accepts $b" bash -c "'$EXPORTER' --web.config.file=$b --web.listen-address=127.0.0.1:0 \
+    --no-collector.probes 2>$b.log & p=\$!; sleep 1; kill -0 \$p && kill \$p; wait \$p; grep -q 'msg=listening.*tls=true' $b.log"
+done
+
+PASSWORD=$(openssl rand -hex 12)
+HASH=$(htpasswd -nbBC 10 prometheus "$PASSWORD" | cut -d: -f2)
+cat >web.yml <<YML
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+basic_auth_users:
+  prometheus: $HASH
+YML
+
+log "an invalid web config stops start-up with file:line:col"
+printf 'tls_server_config:\n  cert_file: server.crt\n  keyfile: server.key\n' >bad-web.yml
+if "$EXPORTER" --web.config.file=bad-web.yml --web.listen-address=127.0.0.1:0 2>bad-web.err; then
+  fail "an invalid web config exits 1"
+else
+  check "invalid web config: the unknown key at 3:3" grep -q '^bad-web.yml:3:3: tls_server_config.keyfile: unknown key' bad-web.err
+  check "invalid web config: the missing key_file" grep -q '^bad-web.yml:2:3: tls_server_config: key_file is required' bad-web.err
+fi
+
+log "HTTPS with basic auth"
+start_exporter --web.config.file=web.yml --no-collector.probes
+check "log says tls=true basic_auth=true" grep -q 'msg=listening .*tls=true basic_auth=true' "$E2E_WORK/exporter.log"
+URL="https://$EXPORTER_ADDR/metrics"
+code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert ca.crt "$@"; }
+c=$(code -u "prometheus:$PASSWORD" "$URL")
+check "right password over HTTPS: 200 (got $c)" test "$c" = 200
+c=$(code -u "prometheus:wrong" "$URL")
+check "wrong password: 401 (got $c)" test "$c" = 401
+c=$(code -u "nobody:$PASSWORD" "$URL")
+check "unknown user: 401 (got $c)" test "$c" = 401
+c=$(code "$URL")
+check "no credentials: 401 (got $c)" test "$c" = 401
+c=$(code "https://$EXPORTER_ADDR/-/healthy")
+check "every path needs credentials, /-/healthy too: 401 (got $c)" test "$c" = 401
+check "401 carries WWW-Authenticate: Basic" bash -c \
+  "curl -s -D - -o /dev/null --cacert ca.crt '$URL' | tr -d '\r' | grep -qx 'WWW-Authenticate: Basic'"
+curl -sS --cacert ca.crt -u "prometheus:$PASSWORD" "$URL" >metrics.txt
+check "promtool check metrics on the HTTPS body" bash -c "promtool check metrics <metrics.txt"
+rc=0; out=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://$EXPORTER_ADDR/metrics" 2>&1) || rc=$?
+check "plain HTTP to the TLS port is refused (curl exit $rc, '$out')" test "$rc" -ne 0
+rc=0; curl -sS -o /dev/null --max-time 5 --tls-max 1.1 --cacert ca.crt -u "prometheus:$PASSWORD" "$URL" 2>/dev/null || rc=$?
+check "TLS 1.1 refused with the default min_version TLS12 (curl exit $rc)" test "$rc" -ne 0
+check "the exporter is still alive after all that" kill -0 "$EXPORTER_PID"
+
+log "real Prometheus scrapes over HTTPS with basic_auth"
+PROM_PORT=$(free_port)
+printf '%s' "$PASSWORD" >password
+cat >prometheus.yml <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: diskprobe_tls
+    scheme: https
+    tls_config:
+      ca_file: $E2E_WORK/ca.crt
+    basic_auth:
+      username: prometheus
+      password_file: $E2E_WORK/password
+    static_configs:
+      - targets: ['localhost:${EXPORTER_ADDR##*:}']
+YML
+check "promtool check config prometheus.yml" promtool check config prometheus.yml
+prometheus --config.file=prometheus.yml --storage.tsdb.path="$E2E_WORK/tsdb" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >prometheus.log 2>&1 &
+E2E_PIDS+=($!)
+query() { curl -sS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
+up=""; series=0
+for i in $(seq 1 60); do
+  up=$(query 'up{job="diskprobe_tls"}' 2>/dev/null | jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true)
+  series=$(query 'diskprobe_block_read_bytes_total{job="diskprobe_tls"}' 2>/dev/null | jq -r '.data.result | length' 2>/dev/null || echo 0)
+  [ "$up" = 1 ] && [ "${series:-0}" -gt 0 ] && break
+  sleep 1
+done
+check "Prometheus over HTTPS + basic_auth: up{job=\"diskprobe_tls\"} == 1 (got '$up')" test "$up" = 1
+check "Prometheus over HTTPS: diskprobe_block_read_bytes_total has $series series" test "${series:-0}" -gt 0
+
+log "1,000 wrong-password requests against correct scrapes"
+# Correct scrapes are timed one at a time, each a new TLS connection (curl), with cached
+# credentials; first alone, then while 4 parallel clients send 1,000 requests with wrong passwords
+# (half of --web.max-requests: civetweb gives each open connection a worker, so clients holding
+# all of them starve everyone whatever the authentication does; that is a connection limit).
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+timed_scrape() { curl -s -o /dev/null -w '%{time_total}\n' --max-time 10 --cacert ca.crt -u "prometheus:$PASSWORD" "$URL"; }
+for i in $(seq 1 40); do timed_scrape; done >base.txt
+: >attack.cfg
+for i in $(seq 1 1000); do  # one new TLS connection per request, as a password guesser would
+  [ "$i" -gt 1 ] && echo next
+  printf 'url = "%s"\noutput = /dev/null\nuser = "prometheus:wrong%d"\nheader = "Connection: close"\n' "$URL" "$i"
+  printf 'cacert = "%s"\nwrite-out = "%%{http_code}\\n"\n' "$E2E_WORK/ca.crt"
+done >>attack.cfg
+start=$(date +%s.%N)
+curl -s --parallel --parallel-max "${ATTACK_PARALLEL:-4}" -K attack.cfg >attack.codes &
+ATTACK=$!
+E2E_PIDS+=("$ATTACK")
+: >load.txt
+while kill -0 "$ATTACK" 2>/dev/null; do timed_scrape >>load.txt; done
+wait "$ATTACK" || true
+end=$(date +%s.%N)
+n401=$(grep -c '^401$' attack.codes || true); n429=$(grep -c '^429$' attack.codes || true)
+nother=$(grep -vcE '^(401|429)$' attack.codes || true)
+b=$(median <base.txt); l=$(median <load.txt); nl=$(wc -l <load.txt)
+ratio=$(awk -v b="$b" -v l="$l" 'BEGIN {printf "%.2f", l / b}')
+printf 'wrong-password flood: %d requests in %.1f s: %d x 401 (bcrypt ran), %d x 429 (bcrypt busy), %d other\n' \
+  $((n401 + n429 + nother)) "$(awk -v s="$start" -v e="$end" 'BEGIN {print e - s}')" "$n401" "$n429" "$nother"
+printf 'correct scrape median: %.2f ms alone (40), %.2f ms during the flood (%d); ratio %s (limit 2.00)\n' \
+  "$(awk -v x="$b" 'BEGIN {print x * 1000}')" "$(awk -v x="$l" 'BEGIN {print x * 1000}')" "$nl" "$ratio"
+check "1,000 wrong-password requests all answered 401 or 429 ($nother other)" test "$((n401 + n429))" = 1000
+check "correct scrapes measured during the flood ($nl)" test "$nl" -ge 5
+check "correct scrapes during the flood within 2x of alone (ratio $ratio)" awk -v r="$ratio" 'BEGIN {exit !(r <= 2.0)}'
+c=$(code -u "prometheus:$PASSWORD" "$URL")
+check "right password still 200 after the flood (got $c)" test "$c" = 200
+kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+
+log "client certificates (RequireAndVerifyClientCert)"
+cat >mtls.yml <<YML
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+YML
+start_exporter --web.config.file=mtls.yml --no-collector.probes
+c=$(code --cert client.crt --key client.key "https://$EXPORTER_ADDR/metrics")
+check "client certificate signed by the CA: 200 (got $c)" test "$c" = 200
+rc=0; curl -sS -o /dev/null --max-time 5 --cacert ca.crt "https://$EXPORTER_ADDR/metrics" 2>/dev/null || rc=$?
+check "no client certificate: handshake refused (curl exit $rc)" test "$rc" -ne 0
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=mallory \
+  -keyout rogue.key -out rogue.crt 2>/dev/null
+rc=0; curl -sS -o /dev/null --max-time 5 --cacert ca.crt --cert rogue.crt --key rogue.key \
+  "https://$EXPORTER_ADDR/metrics" 2>/dev/null || rc=$?
+check "self-signed client certificate: refused (curl exit $rc)" test "$rc" -ne 0
+check "the exporter is still alive" kill -0 "$EXPORTER_PID"
+
+if [ "$FAILURES" -gt 0 ]; then
+  echo "$FAILURES check(s) failed" >&2
+  exit 1
+fi
+echo "all TLS end-to-end checks passed"

@@ -1,0 +1,174 @@
+// http/auth: bcrypt verification through libxcrypt, base64, and the verified-credentials cache
+// (wrong passwords never enter it, cannot be told apart by it, and never skip bcrypt).
+#include "http/auth.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <thread>
+
+namespace diskprobe::http {
+namespace {
+
+// htpasswd -nbBC 4 alice wonderland; htpasswd -nbBC 4 bob 'p:ss word'
+constexpr const char* kAlice = "$2y$04$uFCOsQ3PVLvZSANeNiSjauNIPUvqnahDRo4YTCO8ES6pjD8VdB0dW";
+constexpr const char* kBob = "$2y$04$iacCKd7WTnEH3IUiGdAf0ey84LCPbvdl51nb4BywGTUa02ErQ4FGi";
+
+std::string Basic(const std::string& user_colon_password) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  const std::string& s = user_colon_password;
+  for (std::size_t i = 0; i < s.size(); i += 3) {
+    std::uint32_t n = static_cast<unsigned char>(s[i]) << 16;
+    if (i + 1 < s.size()) n |= static_cast<unsigned char>(s[i + 1]) << 8;
+    if (i + 2 < s.size()) n |= static_cast<unsigned char>(s[i + 2]);
+    out += k[(n >> 18) & 63];
+    out += k[(n >> 12) & 63];
+    out += i + 1 < s.size() ? k[(n >> 6) & 63] : '=';
+    out += i + 2 < s.size() ? k[n & 63] : '=';
+  }
+  return "Basic " + out;
+}
+
+TEST(Bcrypt, VerifiesHtpasswdHashes) {
+  EXPECT_TRUE(BcryptVerify("wonderland", kAlice));
+  EXPECT_FALSE(BcryptVerify("Wonderland", kAlice));
+  EXPECT_FALSE(BcryptVerify("", kAlice));
+  EXPECT_TRUE(BcryptVerify("p:ss word", kBob));
+  EXPECT_FALSE(BcryptVerify(std::string("wonderland\0x", 12), kAlice)) << "NUL cannot be passed to crypt";
+  EXPECT_FALSE(BcryptVerify("wonderland", "$2y$04$short")) << "malformed hash";
+  EXPECT_FALSE(BcryptVerify("wonderland", "")) << "empty hash";
+}
+
+TEST(Base64, Decodes) {
+  EXPECT_EQ(DecodeBase64("YWxpY2U6d29uZGVybGFuZA=="), "alice:wonderland");
+  EXPECT_EQ(DecodeBase64("YWI6Yw=="), "ab:c");
+  EXPECT_EQ(DecodeBase64("YWJjOmQ="), "abc:d");
+  EXPECT_EQ(DecodeBase64(""), "");
+  EXPECT_FALSE(DecodeBase64("YWI6Yw"));      // no padding
+  EXPECT_FALSE(DecodeBase64("YW=6Yw=="));    // padding inside
+  EXPECT_FALSE(DecodeBase64("YWI6Y*=="));    // not base64
+  EXPECT_FALSE(DecodeBase64("Y==="));
+}
+
+using Users = std::vector<std::pair<std::string, std::string>>;
+
+// Counts verifier calls; correct passwords as in the hashes above.
+struct Counting {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  BasicAuth::Verifier verifier() {
+    auto c = calls;
+    return [c](std::string_view pw, const std::string& hash) {
+      ++*c;
+      return BcryptVerify(pw, hash);
+    };
+  }
+};
+
+TEST(BasicAuth, RejectsMalformedHeaders) {
+  BasicAuth auth(Users{{"alice", kAlice}});
+  EXPECT_EQ(auth.Check(std::nullopt), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check(""), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check("Bearer abc"), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check("Basic !!!!"), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check("Basic " + std::string("YWxpY2U=")), BasicAuth::Result::kDenied) << "no colon";
+  EXPECT_EQ(auth.verifications(), 0u) << "malformed headers never reach bcrypt";
+}
+
+TEST(BasicAuth, CachesOnlyVerifiedCredentials) {
+  Counting c;
+  BasicAuth auth(Users{{"alice", kAlice}, {"bob", kBob}}, c.verifier());
+  EXPECT_EQ(auth.Check(Basic("alice:wonderland")), BasicAuth::Result::kOk);
+  EXPECT_EQ(*c.calls, 1);
+  EXPECT_EQ(auth.cached(), 1u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(auth.Check(Basic("alice:wonderland")), BasicAuth::Result::kOk);
+  EXPECT_EQ(*c.calls, 1) << "a cached credential needs no bcrypt";
+  EXPECT_EQ(auth.Check("basic  " + Basic("alice:wonderland").substr(6) + " "), BasicAuth::Result::kOk)
+      << "scheme is case-insensitive, spaces around the token ignored";
+
+  // Wrong passwords: bcrypt every time (never a cached answer), never inserted.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(auth.Check(Basic("alice:wonderlanD")), BasicAuth::Result::kDenied);
+  EXPECT_EQ(*c.calls, 4);
+  EXPECT_EQ(auth.cached(), 1u);
+  // Another user's valid password does not open alice, and the user/password split is unambiguous.
+  EXPECT_EQ(auth.Check(Basic("alice:p:ss word")), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check(Basic("bob:p:ss word")), BasicAuth::Result::kOk);
+  EXPECT_EQ(auth.cached(), 2u);
+  EXPECT_EQ(auth.Check(Basic("bob:p:ss word")), BasicAuth::Result::kOk);
+  EXPECT_EQ(*c.calls, 6);
+}
+
+TEST(BasicAuth, UnknownUserCostsABcryptLikeAKnownOne) {
+  Counting c;
+  BasicAuth auth(Users{{"alice", kAlice}}, c.verifier());
+  EXPECT_EQ(auth.Check(Basic("mallory:wonderland")), BasicAuth::Result::kDenied);
+  EXPECT_EQ(*c.calls, 1) << "compared against a dummy hash so that timing does not reveal user names";
+  EXPECT_EQ(auth.cached(), 0u);
+}
+
+TEST(BasicAuth, BusyWhileAnotherBcryptRuns) {
+  // The verifier blocks until released: a second uncached check must not queue behind it, and a
+  // cached one must not wait for it.
+  std::mutex m;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  BasicAuth auth(Users{{"alice", kAlice}, {"bob", kBob}}, [&](std::string_view pw, const std::string& hash) {
+    if (pw == "slow") {
+      std::unique_lock<std::mutex> l(m);
+      entered = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return false;
+    }
+    return BcryptVerify(pw, hash);
+  });
+  ASSERT_EQ(auth.Check(Basic("bob:p:ss word")), BasicAuth::Result::kOk);  // cache bob
+  std::thread slow([&] { EXPECT_EQ(auth.Check(Basic("alice:slow")), BasicAuth::Result::kDenied); });
+  {
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return entered; });
+  }
+  EXPECT_EQ(auth.Check(Basic("alice:wonderland")), BasicAuth::Result::kBusy);
+  EXPECT_EQ(auth.Check(Basic("mallory:x")), BasicAuth::Result::kBusy);
+  EXPECT_EQ(auth.Check(Basic("bob:p:ss word")), BasicAuth::Result::kOk) << "cached credentials never wait";
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+  }
+  cv.notify_all();
+  slow.join();
+  EXPECT_EQ(auth.Check(Basic("alice:wonderland")), BasicAuth::Result::kOk);
+}
+
+TEST(BasicAuth, CacheIsBounded) {
+  BasicAuth auth(Users{{"alice", kAlice}}, [](std::string_view, const std::string&) { return true; });
+  for (std::size_t i = 0; i < BasicAuth::kMaxCached + 3; ++i)
+    EXPECT_EQ(auth.Check(Basic("alice:pw" + std::to_string(i))), BasicAuth::Result::kOk);
+  EXPECT_LE(auth.cached(), BasicAuth::kMaxCached);
+}
+
+TEST(RequireBasicAuth, AnswersBeforeAnyRoute) {
+  int reached = 0;
+  Handler h = RequireBasicAuth(std::make_shared<BasicAuth>(std::vector<std::pair<std::string, std::string>>{
+                                   {"alice", kAlice}}),
+                               [&](const Request&) {
+                                 ++reached;
+                                 return Response{200, "text/plain", "ok", {}};
+                               });
+  Request req;
+  req.method = "GET";
+  req.path = "/-/healthy";
+  Response r = h(req);
+  EXPECT_EQ(r.status, 401);
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "WWW-Authenticate");
+  EXPECT_EQ(r.headers[0].second, "Basic");
+  EXPECT_EQ(reached, 0);
+  req.headers.emplace_back("authorization", Basic("alice:wonderland"));
+  EXPECT_EQ(h(req).status, 200);
+  EXPECT_EQ(reached, 1);
+}
+
+}  // namespace
+}  // namespace diskprobe::http
