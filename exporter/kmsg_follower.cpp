@@ -182,7 +182,7 @@ void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
     host = e.host;
     disk = resolver_->DiskOfHost(host);
   }
-  counts_[{disk, host, std::string(parsers::ToString(e.kind))}] += n;
+  counts_[{disk, host, e.kind}] += n;
 }
 
 // --- KmsgFollower ----------------------------------------------------------------------------
@@ -244,9 +244,9 @@ KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const
   for (const std::string& disk : disks) {
     std::string host = resolver_.HostOfDisk(disk);
     for (KmsgKind k : kAllKinds)
-      if (k != KmsgKind::under_voltage) s.messages.try_emplace({disk, host, std::string(parsers::ToString(k))}, 0);
+      if (k != KmsgKind::under_voltage) s.messages.try_emplace({disk, host, k}, 0);
   }
-  s.messages.try_emplace({"", "", std::string(parsers::ToString(KmsgKind::under_voltage))}, 0);
+  s.messages.try_emplace({"", "", KmsgKind::under_voltage}, 0);
   return s;
 }
 

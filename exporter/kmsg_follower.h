@@ -48,8 +48,9 @@ class KmsgDeviceResolver {
   std::map<std::string, std::string, std::less<>> disk_of_, host_of_disk_, disk_of_host_;
 };
 
-// (device, host, kind) -> messages.
-using KmsgCounts = std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t>;
+// (device, host, kind) -> messages. The kind is the enum: a scrape copies this map, and the kinds'
+// names are longer than std::string's inline buffer.
+using KmsgCounts = std::map<std::tuple<std::string, std::string, parsers::KmsgKind>, std::uint64_t>;
 
 struct KmsgSnapshot {
   std::string error;             // why the log cannot be read ("" while it can)

@@ -15,6 +15,7 @@
 #include <deque>
 #include <iostream>
 
+#include "bench/cli.h"
 #include "collectors/collector.h"
 #include "config/config.h"
 #include "devices.h"
@@ -143,11 +144,14 @@ int main(int argc, char** argv) {
                      (c.enabled_by_default ? "; default on" : "; default off"));
   }
 
+  auto bench_command = bench::AddCommand(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (bench::Chosen(*bench_command)) return bench::RunCommand(*bench_command);
 
   log::Level level;
   log::Format format;

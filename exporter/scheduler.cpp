@@ -16,6 +16,7 @@
 #include <set>
 
 #include "parsers/block_stat.h"
+#include "probes/device_lock.h"
 #include "probes/io.h"
 #include "probes/probe_file.h"
 #include "probes/runners.h"
@@ -323,6 +324,13 @@ class DeviceWorker {
         Record(job.kind, RunResult::kSkippedBusy);
         return;
       }
+    }
+    // `diskprobe_exporter bench` holds this disk's lock for its whole run: the disk is busy.
+    // Without a lock directory (not root, read-only /run) the probes run unlocked.
+    const auto bench_lock = probes::DeviceLock::Acquire(probes::kDefaultLockDirectory, plan.device.name);
+    if (bench_lock.state() == probes::DeviceLock::State::kBusy) {
+      Record(job.kind, RunResult::kSkippedBusy);
+      return;
     }
     if (config::UsesProbeFile(job.kind)) RunWriteJob(plan, job, settings);
     else RunReadJob(plan, job, settings);

@@ -8,9 +8,10 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
-            nlohmann-json3-dev libssl-dev libboost-dev)
+            nlohmann-json3-dev libssl-dev libboost-dev liburing-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
-           nbdkit libnbd-bin fuse3 fio e2fsprogs apache2-utils openssl)
+           nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl
+           prometheus-pushgateway python3-jsonschema)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in

@@ -28,7 +28,7 @@ bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
                       "(rate-limited ones included); device and host empty when the message names neither.",
                       MetricType::Counter);
   for (const auto& [k, v] : s.messages)
-    AddSample(m, {{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", std::get<2>(k)}},
+    AddSample(m, {{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", std::string(parsers::ToString(std::get<2>(k)))}},
               static_cast<double>(v));
   AddSample(AddFamily(out, "diskprobe_kernel_log_records_total",
                       "Records read from the kernel log since the exporter started (from the start of the ring buffer).",

@@ -1,5 +1,11 @@
 #include "collectors/mounts.h"
 
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -52,6 +58,53 @@ PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devic
   return map;
 }
 
+MountsCollector::~MountsCollector() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error) {
+  if (fd_ >= 0 && fd_procfs_ != ctx.paths.procfs) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (fd_ >= 0 && fd_on_procfs_) {
+    // 0 ready: the mount table is as it was at the last read (the poll itself consumes an event).
+    pollfd p{fd_, POLLPRI, 0};
+    if (::poll(&p, 1, 0) == 0) return true;
+  }
+  if (fd_ < 0) {
+    const std::string pid1 = util::JoinPath(ctx.paths.procfs, "1/mountinfo");
+    const std::string self = util::JoinPath(ctx.paths.procfs, "self/mountinfo");
+    fd_ = ::open(pid1.c_str(), O_RDONLY | O_CLOEXEC);
+    int e1 = errno;
+    if (fd_ < 0) fd_ = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      *error = pid1 + ": " + std::strerror(e1) + "; " + self + ": " + std::strerror(errno);
+      return false;
+    }
+    struct statfs fs {};
+    fd_on_procfs_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+    fd_procfs_ = ctx.paths.procfs;
+  }
+  std::string text;
+  char buf[16384];
+  ssize_t n;
+  off_t off = 0;
+  while ((n = ::pread(fd_, buf, sizeof buf, off)) > 0) {
+    text.append(buf, static_cast<std::size_t>(n));
+    off += n;
+    if (text.size() > (4u << 20)) break;
+  }
+  if (n < 0) {
+    *error = fd_procfs_ + " mountinfo: " + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  mounts_ = parsers::ParseMountinfo(text);
+  return true;
+}
+
 bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
   const auto now = std::chrono::steady_clock::now();
   if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
@@ -60,16 +113,10 @@ bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
     map_built_ = now;
   }
 
-  const std::string pid1 = util::JoinPath(ctx.paths.procfs, "1/mountinfo");
-  util::FileContent f = util::ReadFile(pid1, 4 << 20);
-  if (!f.ok()) {
-    const std::string self = util::JoinPath(ctx.paths.procfs, "self/mountinfo");
-    util::FileContent s = util::ReadFile(self, 4 << 20);
-    if (!s.ok()) {
-      errors_.Set(pid1 + ": " + std::strerror(f.error) + "; " + self + ": " + std::strerror(s.error));
-      return false;
-    }
-    f = std::move(s);
+  std::string error;
+  if (!RefreshMounts(ctx, &error)) {
+    errors_.Set(error);
+    return false;
   }
 
   // One series per (device, partition, mountpoint, fstype); when a mount point is mounted over,
@@ -77,7 +124,7 @@ bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> fs;
   std::map<std::string, std::string> ext4;  // partition -> disk
   if (!map_.empty()) {
-    for (const parsers::MountInfo& m : parsers::ParseMountinfo(f.text)) {
+    for (const parsers::MountInfo& m : mounts_) {
       auto it = map_.find({m.major, m.minor});
       if (it == map_.end()) continue;
       const BlockLocation& where = it->second;

@@ -20,8 +20,10 @@
 #include <chrono>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "collectors/collector.h"
+#include "parsers/mountinfo.h"
 
 namespace diskprobe::collectors {
 
@@ -40,13 +42,28 @@ PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devic
 
 class MountsCollector : public Collector {
  public:
+  MountsCollector() = default;
+  ~MountsCollector() override;
+  MountsCollector(const MountsCollector&) = delete;
+  MountsCollector& operator=(const MountsCollector&) = delete;
   static constexpr std::chrono::seconds kPartitionMapMaxAge{60};
 
   std::string_view Name() const override { return "mounts"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
 
  private:
+  // Reads mountinfo into mounts_ only when it changed: procfs signals a change of the mount table
+  // (mount, umount, remount ro) with POLLPRI|POLLERR on an open mountinfo descriptor
+  // (fs/proc_namespace.c mounts_poll), so a scrape costs one poll(2) instead of reading and parsing
+  // the whole table. Files that are not on procfs (fixture trees) are read every time.
+  // Returns false with *error when neither mountinfo can be read.
+  bool RefreshMounts(const ScrapeContext& ctx, std::string* error);
+
   ErrorState errors_{"mounts"};
+  int fd_ = -1;               // open mountinfo (kept for poll), -1 before the first scrape
+  std::string fd_procfs_;     // the procfs root fd_ was opened under
+  bool fd_on_procfs_ = false;
+  std::vector<parsers::MountInfo> mounts_;
   DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};

@@ -216,7 +216,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   struct stat dst {};
   ::fstat(f->dir_fd_.get(), &dst);
   f->disk_ = DiskOfDev(opt.sysfs, dst.st_dev);
-  f->path_ = util::JoinPath(dir, kProbeFileName);
+  f->path_ = util::JoinPath(dir, opt.file_name);
   std::random_device rd;
   f->rng_state_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(MonotonicNs());
   if (f->rng_state_ == 0) f->rng_state_ = 0x9e3779b97f4a7c15ull;
@@ -225,7 +225,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   AlignedBuffer block(kProbeBlock, kProbeBlock);
   bool created = false;
   std::optional<ProbeFileHeader> carry;
-  int fd = ::openat(f->dir_fd_.get(), kProbeFileName, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ELOOP) {
     *error = "probe file " + f->path_ + " is a symlink; refusing to follow it";
     return nullptr;
@@ -252,7 +252,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
     if (version != kFormatVersion || h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
       // Ours, with another size: replace it, keeping the day's budget use.
       carry = h;
-      if (::unlinkat(f->dir_fd_.get(), kProbeFileName, 0) != 0) {
+      if (::unlinkat(f->dir_fd_.get(), opt.file_name.c_str(), 0) != 0) {
         *err_no = errno;
         *error = Errno("cannot replace probe file " + f->path_, errno);
         return nullptr;
@@ -275,7 +275,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
                std::to_string(floor) + "-byte floor (" + std::to_string(avail) + " bytes free)";
       return nullptr;
     }
-    fd = ::openat(f->dir_fd_.get(), kProbeFileName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       *err_no = errno;
       *error = Errno("cannot create probe file " + f->path_, errno);
@@ -325,7 +325,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
       if (r.error != 0) {
         *err_no = r.error;
         *error = Errno("cannot fill probe file " + f->path_, r.error);
-        ::unlinkat(f->dir_fd_.get(), kProbeFileName, 0);
+        ::unlinkat(f->dir_fd_.get(), opt.file_name.c_str(), 0);
         return nullptr;
       }
       *bytes_written += len;
@@ -335,7 +335,7 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
     if (e != 0) {
       *err_no = e;
       *error = Errno("cannot write probe file header " + f->path_, e);
-      ::unlinkat(f->dir_fd_.get(), kProbeFileName, 0);
+      ::unlinkat(f->dir_fd_.get(), opt.file_name.c_str(), 0);
       return nullptr;
     }
     *bytes_written += kProbeBlock;

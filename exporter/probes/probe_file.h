@@ -43,6 +43,9 @@ struct ProbeFileOptions {
   std::uint64_t free_space_floor = 256ull << 20;
   double free_space_floor_ratio = 0.05;
   std::string sysfs = "/sys";      // to resolve the directory's disk
+  // The file's name in `directory`: the probes' kProbeFileName, or the bench's own file (a bench
+  // run must not resize or rewrite the file the exporter's probes are using).
+  std::string file_name = kProbeFileName;
 };
 
 // Free space below which write probes do not start: the smaller of floor and ratio x total.

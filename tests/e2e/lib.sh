@@ -112,10 +112,12 @@ cards_cleanup() {
   local c dev dir pid mnt
   for c in "${CARDS[@]}"; do
     read -r dev dir pid mnt <<<"$c"
-    [ "$mnt" != - ] && umount -l "$mnt" 2>/dev/null
-    losetup -d "$dev" 2>/dev/null
-    fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir" 2>/dev/null
-    kill "$pid" 2>/dev/null
+    # Runs in the EXIT trap under set -e: one failing step (nbdfuse already gone after the
+    # unmount, a device detached by the test) must not abort the cleanup of the other cards.
+    if [ "$mnt" != - ]; then umount -l "$mnt" 2>/dev/null || true; fi
+    losetup -d "$dev" 2>/dev/null || true
+    fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
   done
   CARDS=()
 }

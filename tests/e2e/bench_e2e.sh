@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# End-to-end: `diskprobe_exporter bench` on this machine's disk (--dir a temporary directory,
+# --device the disk holding it): finishes inside its bound, prints the table; --format json
+# validates against docs/bench-schema.json; --push lands in a real Pushgateway.
+# Usage: bench_e2e.sh <path to diskprobe_exporter>
+EXPORTER=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+for tool in prometheus-pushgateway python3 curl; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+python3 -c 'import jsonschema' || { echo "missing python3-jsonschema: run scripts/install-deps.sh test" >&2; exit 1; }
+cd "$E2E_WORK"
+mkdir -p dir locks
+disk=$(basename "$(realpath "/sys/dev/block/$(mountpoint -d "$(df --output=target dir | tail -1)")")")
+[ -e "/sys/block/$disk/partition" ] && disk=$(basename "$(dirname "$(realpath "/sys/block/$disk")")")
+# A partition's sysfs directory sits inside its disk's.
+[ -e "/sys/class/block/$disk/partition" ] && disk=$(basename "$(dirname "$(realpath "/sys/class/block/$disk")")")
+log "this disk: /dev/$disk holds $E2E_WORK"
+
+t0=$(date +%s.%N)
+"$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --duration 10s --max-bytes 256MiB --file-size 16MiB \
+  --lock-dir "$E2E_WORK/locks" | tee table.txt
+rc=${PIPESTATUS[0]}
+t1=$(date +%s.%N)
+wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+check "bench exits 0 (rc $rc) and finishes inside its 10 s bound (wall $wall s, 0.5 s allowed for start-up and output)" \
+  awk -v w="$wall" -v r="$rc" 'BEGIN { exit !(r == 0 && w <= 10.5) }'
+check "the table has a row per test" bash -c "[ \$(grep -cE '^(seqread|seqwrite|randread_qd1|randwrite_qd1|randread_qd32|randwrite_qd32|fdatasync) ' table.txt) = 7 ]"
+check "the table has the verdict" grep -q '^  A1: ' table.txt
+if grep -q '^seqread .*unavailable' table.txt; then
+  check "an unreadable device is reported with its reason" grep -q 'unavailable: cannot open /dev/' table.txt
+fi
+check "no progress bar when stdout is not a terminal" bash -c "! grep -q $'\r' table.txt"
+check "the probe file is gone" test -z "$(ls -A dir)"
+
+"$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --duration 4s --max-bytes 64MiB --file-size 4MiB \
+  --lock-dir "$E2E_WORK/locks" --format json >run.json
+check "--format json validates against docs/bench-schema.json" python3 -c '
+import json, sys, jsonschema
+jsonschema.validate(json.load(open("run.json")), json.load(open(sys.argv[1])))
+print("  valid:", len(json.load(open("run.json"))["tests"]), "tests")' "$SRC/docs/bench-schema.json"
+check "a broken document fails the schema (the validator can fail)" bash -c "! python3 -c '
+import json, sys, jsonschema
+d = json.load(open(\"run.json\")); d[\"tests\"][0][\"status\"] = \"fine\"
+jsonschema.validate(d, json.load(open(sys.argv[1])))' '$SRC/docs/bench-schema.json' 2>/dev/null"
+
+# A real Pushgateway.
+port=$(free_port)
+prometheus-pushgateway --web.listen-address="127.0.0.1:$port" >pgw.log 2>&1 &
+E2E_PIDS+=($!)
+for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null && break; sleep 0.1; done
+"$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --duration 4s --max-bytes 64MiB --file-size 4MiB \
+  --lock-dir "$E2E_WORK/locks" --push "http://127.0.0.1:$port" >/dev/null 2>push.err
+rc=$?
+cat push.err
+check "bench --push exits 0" test "$rc" = 0
+curl -sf "http://127.0.0.1:$port/metrics" | grep '^diskprobe_bench_' | grep -v '^#' >pushed.txt || true
+sed 's/^/  /' pushed.txt
+check "the gateway shows diskprobe_bench_test_success for every test" \
+  bash -c "[ \$(grep -c '^diskprobe_bench_test_success{' pushed.txt) = 7 ]"
+check "the gateway shows IOPS with job, instance and device" \
+  grep -qE "^diskprobe_bench_iops\{device=\"$disk\",instance=\"$(hostname)\",job=\"diskprobe-bench\",test=\"randwrite_qd1\"\} [0-9]" pushed.txt
+check "a bad gateway URL fails clearly" bash -c "! '$EXPORTER' bench --device /dev/$disk --dir '$E2E_WORK/dir' --duration 1s --lock-dir '$E2E_WORK/locks' --push 127.0.0.1:$port >/dev/null 2>&1"
+
+[ "$FAILURES" = 0 ] || { echo "$FAILURES check(s) failed"; exit 1; }
+echo "all checks passed"
