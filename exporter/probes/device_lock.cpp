@@ -22,6 +22,9 @@ DeviceLock DeviceLock::Acquire(const std::string& directory, const std::string& 
     return l;
   }
   int fd = ::open(l.path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // A lock file another user made (bench as root, exporter as its service user): flock needs no
+  // write access, so a read-only descriptor of an existing file locks as well.
+  if (fd < 0 && (errno == EACCES || errno == EROFS)) fd = ::open(l.path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     l.error_ = "cannot open lock file " + l.path_ + ": " + std::strerror(errno);
     return l;
