@@ -10,7 +10,7 @@ build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
             nlohmann-json3-dev libssl-dev libboost-dev liburing-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
-           nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl
+           nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
            prometheus-pushgateway python3-jsonschema)
 
 want=("${build_pkgs[@]}")

@@ -1,0 +1,60 @@
+# Debian package (CPack DEB): `cpack -G DEB --config <build>/CPackConfig.cmake`, or
+# tests/deploy/deb_package.sh, which also lints it and installs it into a clean Debian root.
+#
+# Contents: /usr/bin/diskprobe_exporter, the OpenSSL compat libraries in
+# /usr/lib/diskprobe_exporter (exporter/http/tls.h), /etc/diskprobe_exporter/config.yml (a
+# conffile: a copy of config/default.yml), the systemd unit, the sysusers.d user, postinst/prerm/
+# postrm (user, state directory, service), README. Runtime dependencies from dpkg-shlibdeps.
+#
+# Architecture: the build's (dpkg --print-architecture), or from the cross toolchain's
+# CMAKE_SYSTEM_PROCESSOR: aarch64 -> arm64, arm* -> armhf.
+
+set(CPACK_GENERATOR "DEB")
+set(CPACK_PACKAGE_NAME "diskprobe-exporter")  # Debian package names have no underscore
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+set(CPACK_PACKAGE_CONTACT "diskprobe_exporter maintainers <maintainers@users.noreply.a-seed-2ffc495c.example>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Prometheus exporter for SD cards, eMMC and disks of Raspberry Pi fleets")
+# The extended description only: CPack puts CPACK_PACKAGE_DESCRIPTION_SUMMARY first as the synopsis.
+set(CPACK_PACKAGE_DESCRIPTION
+    "Serves the kernel's block statistics, SD/eMMC bus and card facts, kernel\n"
+    "I/O error messages and the results of scheduled low-impact I/O probes to\n"
+    "Prometheus, with optional TLS and basic authentication.")
+set(CPACK_DEBIAN_PACKAGE_SECTION "net")
+set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
+set(CPACK_DEBIAN_FILE_NAME "DEB-DEFAULT")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# postinst falls back to adduser where systemd-sysusers is missing.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_SOURCE_DIR}/deploy/debian/conffiles
+    ${CMAKE_SOURCE_DIR}/deploy/debian/postinst
+    ${CMAKE_SOURCE_DIR}/deploy/debian/prerm
+    ${CMAKE_SOURCE_DIR}/deploy/debian/postrm)
+
+if(CMAKE_CROSSCOMPILING)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE armhf)
+  endif()
+else()
+  find_program(DPKG_EXECUTABLE dpkg)
+  if(DPKG_EXECUTABLE)
+    execute_process(COMMAND ${DPKG_EXECUTABLE} --print-architecture
+                    OUTPUT_VARIABLE CPACK_DEBIAN_PACKAGE_ARCHITECTURE OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
+endif()
+
+# Absolute destinations: outside the /usr prefix by Debian policy.
+install(FILES ${CMAKE_SOURCE_DIR}/config/default.yml DESTINATION /etc/diskprobe_exporter RENAME config.yml
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION /lib/systemd/system)
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.sysusers DESTINATION lib/sysusers.d
+        RENAME diskprobe_exporter.conf)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION share/doc/diskprobe-exporter)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION share/doc/diskprobe-exporter/examples)
+
+include(CPack)

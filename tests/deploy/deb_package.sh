@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The Debian package: build it with CPack, check its control data and contents, run lintian (its
+# findings are printed), then install it with apt into a clean Debian 12 root made by debootstrap
+# (minbase: no libssl-dev, no compiler, nothing of ours) and run the binary from it there: --version,
+# ldd, a scrape as the package's diskprobe user, and an HTTPS scrape (the OpenSSL compat libraries
+# must work where no libssl.so exists). Finally purge removes the state directory.
+# Needs root (chroot, mounts) and network (debootstrap, apt); skips (77) without root outside CI.
+# The debootstrap root is cached in <build>/deb-test-root (about 200 MB, made once).
+# Usage: deb_package.sh <build directory>
+set -euo pipefail
+BUILD=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+  [ "${CI:-}" = true ] && { echo "FAIL: needs root (chroot) under CI" >&2; exit 1; }
+  echo "SKIP: needs root for the chroot install" >&2; exit 77
+fi
+for tool in cpack dpkg-deb lintian debootstrap curl openssl htpasswd; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+
+log "cpack -G DEB"
+(cd "$E2E_WORK" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$E2E_WORK/pkg" >cpack.log 2>&1) ||
+  { cat "$E2E_WORK/cpack.log" >&2; exit 1; }
+DEB=$(ls "$E2E_WORK"/pkg/diskprobe-exporter_*.deb)
+printf 'package: %s, %s bytes\n' "$(basename "$DEB")" "$(stat -c %s "$DEB")"
+dpkg-deb -I "$DEB" control >control.txt 2>/dev/null || dpkg-deb -f "$DEB" >control.txt
+dpkg-deb -f "$DEB" Depends | sed 's/^/Depends: /'
+check "Depends (dpkg-shlibdeps) has libcivetweb1, libssl3, libyaml-cpp0.7, libcrypt1" bash -c \
+  "dpkg-deb -f '$DEB' Depends | grep -q libcivetweb1 && dpkg-deb -f '$DEB' Depends | grep -q libssl3 &&
+   dpkg-deb -f '$DEB' Depends | grep -q libyaml-cpp0.7 && dpkg-deb -f '$DEB' Depends | grep -q libcrypt1"
+check "conffiles lists /etc/diskprobe_exporter/config.yml" bash -c \
+  "dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/diskprobe_exporter/config.yml"
+dpkg-deb -c "$DEB" | awk '{print $6}' >contents.txt
+for f in ./usr/bin/diskprobe_exporter ./etc/diskprobe_exporter/config.yml ./lib/systemd/system/diskprobe_exporter.service \
+         ./usr/lib/sysusers.d/diskprobe_exporter.conf ./usr/lib/diskprobe_exporter/libssl.so ./usr/lib/diskprobe_exporter/libcrypto.so; do
+  check "package contains $f" grep -qx "$f" contents.txt
+done
+check "the conffile is config/default.yml" bash -c \
+  "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./etc/diskprobe_exporter/config.yml | cmp -s - '$SRC/config/default.yml'"
+
+log "lintian"
+lintian --no-tag-display-limit "$DEB" >lintian.txt 2>&1 || true
+printf 'lintian: %d error(s), %d warning(s), %d info\n' "$(grep -c '^E:' lintian.txt || true)" \
+  "$(grep -c '^W:' lintian.txt || true)" "$(grep -c '^I:' lintian.txt || true)"
+sed 's/^/  /' lintian.txt
+
+log "install into a clean Debian 12 root (debootstrap minbase) with apt"
+CACHE=$BUILD/deb-test-root
+if [ ! -x "$CACHE/bin/sh" ]; then
+  rm -rf "$CACHE.tmp"
+  debootstrap --variant=minbase bookworm "$CACHE.tmp" http://deb.debian.org/debian >"$E2E_WORK/debootstrap.log" 2>&1 ||
+    { tail -20 "$E2E_WORK/debootstrap.log" >&2; exit 1; }
+  mv "$CACHE.tmp" "$CACHE"
+fi
+ROOT=$E2E_WORK/root
+cp -a "$CACHE" "$ROOT"
+mounts=()
+umount_all() { local m; for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
+safe_cleanup() {
+  umount_all
+  # Never rm -rf through a mount that is still there (it would be /dev, /sys or /proc).
+  if grep -q " $ROOT/" /proc/self/mounts; then echo "mounts remain under $ROOT: not removing $E2E_WORK" >&2; return; fi
+  cleanup
+}
+trap safe_cleanup EXIT
+for m in proc sys dev; do mount --rbind "/$m" "$ROOT/$m"; mount --make-rslave "$ROOT/$m"; mounts=("$ROOT/$m" "${mounts[@]}"); done
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+cp "$DEB" "$ROOT/tmp/"
+in_root() { chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+check "clean root has no libssl.so (no libssl-dev) and no diskprobe user before" bash -c \
+  "! ls '$ROOT'/usr/lib/*/libssl.so >/dev/null 2>&1 && ! grep -q '^diskprobe:' '$ROOT/etc/passwd'"
+in_root apt-get update -qq >apt.log 2>&1 || true
+if in_root apt-get install -y -qq --no-install-recommends "/tmp/$(basename "$DEB")" >>apt.log 2>&1; then
+  ok "apt-get install ./$(basename "$DEB") in the clean root (dependencies from the Debian mirror)"
+else
+  fail "apt-get install in the clean root"; tail -20 apt.log >&2
+fi
+grep -E '^(Setting up|Unpacking) ' apt.log | sed 's/^/  /' | head -40
+check "--version from the installed binary: $(in_root diskprobe_exporter --version 2>&1)" in_root diskprobe_exporter --version
+in_root ldd /usr/bin/diskprobe_exporter /usr/lib/diskprobe_exporter/libssl.so /usr/lib/diskprobe_exporter/libcrypto.so >ldd.txt 2>&1 || true
+check "ldd: every library found ($(grep -c '=>' ldd.txt) entries)" bash -c "! grep -q 'not found' ldd.txt"
+check "user diskprobe made, member of disk: $(grep '^diskprobe:' "$ROOT/etc/passwd")" bash -c \
+  "grep -q '^diskprobe:' '$ROOT/etc/passwd' && grep -qE '^disk:x:6:(.*,)?diskprobe(,|$)' '$ROOT/etc/group'"
+check "state directory /var/lib/diskprobe_exporter: diskprobe 700" bash -c \
+  "[ \"\$(chroot '$ROOT' stat -c '%U %a' /var/lib/diskprobe_exporter)\" = 'diskprobe 700' ]"
+check "dpkg registers the conffile" bash -c \
+  "chroot '$ROOT' dpkg-query -W -f='\${Conffiles}' diskprobe-exporter | grep -q /etc/diskprobe_exporter/config.yml"
+
+log "run the installed binary in the root as the diskprobe user, scrape it"
+PORT=$(free_port)
+chroot --userspec=diskprobe:diskprobe --groups=disk "$ROOT" /usr/bin/diskprobe_exporter \
+  --config.file=/etc/diskprobe_exporter/config.yml --web.listen-address="127.0.0.1:$PORT" 2>"$E2E_WORK/root-exporter.log" &
+RPID=$!; E2E_PIDS+=("$RPID")
+for i in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -sS --max-time 5 "http://127.0.0.1:$PORT/metrics" >root-metrics.txt || true
+check "scrape of the installed binary: $(grep -c '^diskprobe_' root-metrics.txt) diskprobe_ samples, build_info present" \
+  grep -q '^diskprobe_build_info' root-metrics.txt
+kill "$RPID"; wait "$RPID" 2>/dev/null || true
+
+log "HTTPS from the installed binary in a root without libssl.so"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$ROOT/etc/diskprobe_exporter/server.key" \
+  -out "$ROOT/etc/diskprobe_exporter/server.crt" 2>/dev/null
+chown diskprobe "$ROOT/etc/diskprobe_exporter/server.key" 2>/dev/null ||
+  chroot "$ROOT" chown diskprobe /etc/diskprobe_exporter/server.key
+PW=$(openssl rand -hex 8)
+printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  prometheus: %s\n' \
+  "$(htpasswd -nbBC 10 prometheus "$PW" | cut -d: -f2)" >"$ROOT/etc/diskprobe_exporter/web-config.yml"
+PORT=$(free_port)
+chroot --userspec=diskprobe:diskprobe --groups=disk "$ROOT" /usr/bin/diskprobe_exporter \
+  --web.config.file=/etc/diskprobe_exporter/web-config.yml --web.listen-address="127.0.0.1:$PORT" \
+  2>"$E2E_WORK/root-tls.log" &
+RPID=$!; E2E_PIDS+=("$RPID")
+for i in $(seq 1 50); do grep -q 'msg=listening' "$E2E_WORK/root-tls.log" && break; kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
+c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$ROOT/etc/diskprobe_exporter/server.crt" \
+  -u "prometheus:$PW" "https://127.0.0.1:$PORT/metrics" || true)
+check "HTTPS + basic auth from the installed package: 200 (got $c)" test "$c" = 200
+check "still alive after the HTTPS request" kill -0 "$RPID"
+kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true
+[ "$c" = 200 ] || cat "$E2E_WORK/root-tls.log" >&2
+
+log "purge"
+in_root apt-get purge -y -qq diskprobe-exporter >>apt.log 2>&1 || fail "apt-get purge"
+check "purge removes /var/lib/diskprobe_exporter and the conffile" bash -c \
+  "[ ! -e '$ROOT/var/lib/diskprobe_exporter' ] && [ ! -e '$ROOT/etc/diskprobe_exporter/config.yml' ]"
+
+if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all package checks passed"
