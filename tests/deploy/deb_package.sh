@@ -11,6 +11,7 @@ set -euo pipefail
 BUILD=$(realpath "$1")
 SRC=$(realpath "$(dirname "$0")/../..")
 source "$SRC/tests/e2e/lib.sh"
+cd "$E2E_WORK"
 
 if [ "$(id -u)" -ne 0 ]; then
   [ "${CI:-}" = true ] && { echo "FAIL: needs root (chroot) under CI" >&2; exit 1; }
