@@ -159,8 +159,10 @@ void ApplyUsers(const YAML::Node& u, YamlReader& r, WebConfig* wc) {
   }
   std::set<std::string> seen;
   for (auto it = u.begin(); it != u.end(); ++it) {
-    const YAML::Node& k = it->first;
-    const YAML::Node& v = it->second;
+    // By value: *it is a temporary pair; references to its members dangle (ASan:
+    // stack-use-after-scope).
+    const YAML::Node k = it->first;
+    const YAML::Node v = it->second;
     if (!k.IsScalar()) {
       r.Fail(k, path, "user names must be plain strings");
       continue;

@@ -353,9 +353,12 @@ TEST_F(VerifyTest, FlippedByteThroughAnotherDescriptorIsFound) {
   ASSERT_EQ(RunWrite(*file_, env).ops, 8u);
   const std::uint64_t victim = file_->recent().front().first * kProbeBlock;
   {
+    // Invert the byte (a fixed value would equal the random payload one time in 256).
     std::fstream f(file_->path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(victim + 1000));
+    char c = static_cast<char>(f.get());
     f.seekp(static_cast<std::streamoff>(victim + 1000));
-    f.put('\x5a');
+    f.put(static_cast<char>(~c));
   }
   RunOutcome v = RunVerify(*file_, env);
   ASSERT_EQ(v.corruptions.size(), 1u);
