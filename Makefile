@@ -8,7 +8,7 @@ JOBS     ?= 2
 ARGS     ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test configure build run test test-asan bench clean
+.PHONY: all deps deps-test configure build run test test-asan bench clean test-cross
 
 all: build
 
@@ -42,6 +42,12 @@ bench: deps-test configure
 	tests/bench/scrape_cost $(BUILD)/diskprobe_exporter
 	tests/bench/probe_impact $(BUILD)/diskprobe_exporter
 	tests/bench/probe_cost $(BUILD)/diskprobe_exporter
+
+# Cross builds for the Pi (arm64, armhf): sysroot from Debian packages, unit tests under qemu,
+# binary size and RSS after 100 scrapes (scripts/cross-test.sh).
+test-cross:
+	scripts/cross-test.sh arm64
+	scripts/cross-test.sh armhf
 
 clean:
 	rm -rf build build-asan

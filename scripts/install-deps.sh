@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh build   # compiler, CMake, libraries
 #   scripts/install-deps.sh test    # build + GoogleTest, Prometheus/promtool, node_exporter (bench peer), curl, python3,
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
+#   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
 set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
@@ -13,11 +14,15 @@ test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-expor
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
            prometheus-pushgateway python3-jsonschema)
 
+# Cross builds (scripts/cross-test.sh): compilers and qemu-user; the target libraries come from a
+# sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root.
+cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+  cross) want+=("${cross_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|cross]" >&2; exit 2 ;;
 esac
 
 missing=()

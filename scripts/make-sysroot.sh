@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds a Debian 12 sysroot for cross-compiling diskprobe_exporter: the -dev packages the build
+# needs, and everything they depend on, for a foreign architecture, downloaded with apt and
+# unpacked with dpkg -x. Nothing is installed into the machine: apt runs with its own state,
+# lists and cache under the output directory and an empty dpkg status, so it resolves the whole
+# dependency closure as for an empty system. (Installing libyaml-cpp-dev:arm64 etc. into the
+# machine root replaces the amd64 -dev packages: ../shared/FIELD-NOTES.md.)
+#   scripts/make-sysroot.sh arm64 [build/sysroot-arm64]
+#   scripts/make-sysroot.sh armhf [build/sysroot-armhf]
+# Then: cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-arm64.cmake
+set -euo pipefail
+arch=${1:?usage: make-sysroot.sh arm64|armhf [output directory]}
+case "$arch" in arm64|armhf) ;; *) echo "unsupported architecture $arch" >&2; exit 2 ;; esac
+out=$(realpath -m "${2:-build/sysroot-$arch}")
+# The libraries the build links or includes (scripts/install-deps.sh build_pkgs and the tests').
+pkgs=(libc6-dev libstdc++-12-dev prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev
+      libcrypt-dev nlohmann-json3-dev libssl-dev liburing-dev libcurl4-openssl-dev zlib1g-dev
+      libgtest-dev libgmock-dev libboost-dev)
+
+apt_dir=$out.apt
+mkdir -p "$apt_dir"/{lists/partial,archives/partial,etc/preferences.d} "$out"
+: >"$apt_dir/status"
+sources=$apt_dir/etc/sources.list
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+printf 'deb [arch=%s] %s bookworm main\ndeb [arch=%s] %s bookworm-updates main\ndeb [arch=%s] http://deb.debian.org/debian-security bookworm-security main\n' \
+  "$arch" "$mirror" "$arch" "$mirror" "$arch" >"$sources"
+apt_opts=(-o "APT::Architecture=$arch" -o "APT::Architectures=$arch"
+          -o "Dir::State::status=$apt_dir/status" -o "Dir::State::Lists=$apt_dir/lists"
+          -o "Dir::Cache::archives=$apt_dir/archives" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+          -o "Dir::Etc::SourceList=$sources" -o "Dir::Etc::SourceParts=/nonexistent"
+          -o "Dir::Etc::Preferences=/nonexistent" -o "Dir::Etc::PreferencesParts=$apt_dir/etc/preferences.d"
+          -o "APT::Install-Recommends=false" -o "Debug::NoLocking=true" -o "APT::Sandbox::User=root")
+echo "make-sysroot: apt update ($arch)" >&2
+for try in 1 2 3; do  # a mirror in the middle of a sync answers with a stale index now and then
+  apt-get "${apt_opts[@]}" update -qq && break
+  if [ "$try" = 3 ]; then
+    # Building needs headers and sonames, which the main suite has; say what is missing.
+    echo "make-sysroot: WARNING: some indexes did not download (above); building from the others" >&2
+    break
+  fi
+  sleep 5
+done
+echo "make-sysroot: downloading ${pkgs[*]} and their dependencies" >&2
+apt-get "${apt_opts[@]}" install -y -qq --download-only "${pkgs[@]}" >/dev/null
+n=0
+for deb in "$apt_dir"/archives/*.deb; do
+  dpkg-deb -x "$deb" "$out"
+  n=$((n + 1))
+done
+# Absolute symlinks (e.g. lib/<triplet>/libfoo.so -> /lib/<triplet>/libfoo.so.1) would point into
+# the machine root: make them relative to the sysroot.
+find "$out" -type l | while read -r l; do
+  t=$(readlink "$l")
+  case "$t" in /*) ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" "$out$t")" "$l" ;; esac
+done
+# Debian 12 is merged-/usr, but the unpacked packages are not: lib -> usr/lib as on the target.
+for d in lib bin sbin; do
+  if [ -d "$out/$d" ] && [ ! -L "$out/$d" ]; then cp -a "$out/$d/." "$out/usr/$d/" && rm -rf "${out:?}/$d"; fi
+  [ -e "$out/$d" ] || ln -s "usr/$d" "$out/$d"
+done
+echo "make-sysroot: $n packages unpacked into $out" >&2
