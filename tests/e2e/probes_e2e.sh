@@ -38,7 +38,12 @@ probes:
     verify: {interval: 1s}
 YML
 start_exporter --config.file=a.yml
-sleep 7
+# The latency comparison uses the window a0 -> a1, after the probe file's creation (16 MiB of
+# writes) and the journal commits that follow it have settled.
+sleep 5
+sync
+scrape >a0.txt
+sleep 6
 scrape >a1.txt
 rr_count=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"randread\"\\}" <a1.txt)
 rr_under=$(metric "diskprobe_probe_latency_seconds_bucket\\{device=\"$A\",probe=\"randread\",le=\"0.002\"\\}" <a1.txt)
@@ -60,14 +65,16 @@ rr_count2=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=
 rr_under2=$(metric "diskprobe_probe_latency_seconds_bucket\\{device=\"$A\",probe=\"randread\",le=\"0.002\"\\}" <a2.txt)
 check "after reading the whole card into the page cache (Cached: $cached kB): $((rr_count2 - rr_count)) more randreads, still none <= 2 ms" \
   bash -c "[ $rr_count2 -gt $rr_count ] && [ '$rr_under2' = 0 ]"
-mean_of() {  # mean_of FILE PROBE
-  local s c
-  s=$(metric "diskprobe_probe_latency_seconds_sum\\{device=\"$A\",probe=\"$2\"\\}" <"$1")
-  c=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"$2\"\\}" <"$1")
-  awk -v s="$s" -v c="$c" 'BEGIN { printf "%.9f", s / c }'
+mean_of() {  # mean_of FROM TO PROBE: mean op latency between two scrapes
+  local s0 c0 s1 c1
+  s0=$(metric "diskprobe_probe_latency_seconds_sum\\{device=\"$A\",probe=\"$3\"\\}" <"$1")
+  c0=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"$3\"\\}" <"$1")
+  s1=$(metric "diskprobe_probe_latency_seconds_sum\\{device=\"$A\",probe=\"$3\"\\}" <"$2")
+  c1=$(metric "diskprobe_probe_latency_seconds_count\\{device=\"$A\",probe=\"$3\"\\}" <"$2")
+  awk -v s0="$s0" -v c0="$c0" -v s1="$s1" -v c1="$c1" 'BEGIN { printf "%.9f", (s1 - s0) / (c1 - c0) }'
 }
 # Means from the first window (a1): during the second one, dd kept the card busy.
-ex_rr=$(mean_of a1.txt randread); ex_wr=$(mean_of a1.txt write); ex_fs=$(mean_of a1.txt fsync)
+ex_rr=$(mean_of a0.txt a1.txt randread); ex_wr=$(mean_of a0.txt a1.txt write); ex_fs=$(mean_of a0.txt a1.txt fsync)
 
 # Corruption: overwrite the probe file's data blocks through another descriptor (what a card that
 # returns garbage would show); the verify probe must see it within one interval (1 s here).
