@@ -136,13 +136,15 @@ FIO
   check "card $name: the bench removed its probe file" test ! -e "$mnt/bench/diskprobe_bench.probe"
 }
 
-# Figures: every test on a card with known delays (deterministic per request); the sequential
-# ones on a card with a known rate. The rate filter is a token bucket (burstiness, default 2 s of
+# Figures: the random and fdatasync tests on a card with known delays (deterministic per
+# request); the sequential ones on a card with a known rate. On the delay card a 1 MiB transfer
+# takes ~3 ms through loop, FUSE and nbdkit, bound by CPU on this shared 2-core machine: its
+# sequential figures moved 0.86-1.37x against fio's between runs and are printed, not checked. The rate filter is a token bucket (burstiness, default 2 s of
 # credit, here 0.25 s): after idle time the first megabytes pass at full speed, and a drained
 # bucket sleeps in coarse steps, so a 4 KiB operation's time there depends on what ran before it
 # (measured: fio's 4K QD1 randread 510 and 7298 IOPS on the same card in two runs); its random
 # figures are printed, not checked.
-bench_card delay 'seqread|seqwrite|randread_qd1|randwrite_qd1|randread_qd32|randwrite_qd32|fdatasync' \
+bench_card delay 'randread_qd1|randwrite_qd1|randread_qd32|randwrite_qd32|fdatasync' \
   --filter=noparallel --filter=delay serialize=all-requests rdelay=1ms wdelay=2ms
 bench_card rate 'seqread|seqwrite' --filter=noparallel --filter=rate serialize=all-requests rate=80M burstiness=0.25
 # Verdicts: A1 pass and fail (by write delay: ~190 write IOPS), against the Pi SD card test on the
