@@ -13,9 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <string_view>
 #include <iostream>
 
-#include "bench/cli.h"
 #include "collectors/collector.h"
 #include "config/config.h"
 #include "devices.h"
@@ -67,6 +68,17 @@ int WaitForSignal() {
   }
 }
 
+// `diskprobe_exporter bench ...` runs the separate bench program installed beside this binary
+// (CMakeLists.txt says why), with the same arguments. Returns only when it cannot be run.
+int ExecBench(char** argv) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::filesystem::path bench = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "diskprobe_exporter-bench";
+  ::execv(bench.c_str(), argv);
+  std::fprintf(stderr, "diskprobe_exporter: cannot run %s: %s\n", bench.c_str(), std::strerror(errno));
+  return 2;
+}
+
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -85,6 +97,7 @@ int main(int argc, char** argv) {
   // glibc gives every thread that allocates its own malloc arena (up to 8 per core), each holding
   // on to freed memory; a daemon with a handful of mostly idle threads needs two.
   mallopt(M_ARENA_MAX, 2);
+  if (argc > 1 && std::string_view(argv[1]) == "bench") return ExecBench(argv);
   std::string config_file;
   bool config_check = false;
   std::vector<std::string> listen = {":29100"};
@@ -144,14 +157,14 @@ int main(int argc, char** argv) {
                      (c.enabled_by_default ? "; default on" : "; default off"));
   }
 
-  auto bench_command = bench::AddCommand(app);
+  app.footer("Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
+             "(diskprobe_exporter bench --help).");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (bench::Chosen(*bench_command)) return bench::RunCommand(*bench_command);
 
   log::Level level;
   log::Format format;

@@ -1,0 +1,17 @@
+// diskprobe_exporter-bench: the `diskprobe_exporter bench` subcommand as a program of its own,
+// executed by diskprobe_exporter with the same arguments (argv[1] == "bench").
+#include <CLI/CLI.hpp>
+
+#include "bench/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"diskprobe_exporter bench: a one-shot card benchmark.", "diskprobe_exporter"};
+  auto command = diskprobe::bench::AddCommand(app);
+  app.require_subcommand(1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return diskprobe::bench::RunCommand(*command);
+}
