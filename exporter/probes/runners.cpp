@@ -34,6 +34,22 @@ bool Account(RunEnv& env, const OpResult& r, RunOutcome* out) {
   return true;
 }
 
+// One write operation of the write probes: asks the budget, stamps every block of [off, off+len)
+// with its header, times `op` (which writes buf at off), records the blocks as written when it
+// succeeded, and accounts the result. Returns false when the run must stop.
+template <typename Op>
+bool WriteBlocks(ProbeFile& file, RunEnv& env, AlignedBuffer& buf, std::uint64_t off, std::uint64_t len, Op op,
+                 RunOutcome* out) {
+  if (!env.take_budget(len)) {
+    out->budget_exhausted = true;
+    return false;
+  }
+  for (std::uint64_t i = 0; i < len; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
+  OpResult r = Tracked(env, op);
+  if (r.error == 0) file.CommitWritten(off, len);
+  return Account(env, r, out);
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> RandomOffsets(std::mt19937_64& rng, std::uint64_t limit, std::uint64_t len,
@@ -87,14 +103,8 @@ RunOutcome RunWrite(ProbeFile& file, RunEnv& env) {
   const std::uint64_t limit = file.data_blocks() * kProbeBlock;
   for (std::uint64_t rel : RandomOffsets(env.rng, limit, bs, bs, env.settings.ops)) {
     const std::uint64_t off = rel + kProbeBlock;
-    if (!env.take_budget(bs)) {
-      out.budget_exhausted = true;
+    if (!WriteBlocks(file, env, buf, off, bs, [&] { return TimedPwrite(file.io_fd(), buf.data(), bs, off); }, &out))
       break;
-    }
-    for (std::uint64_t i = 0; i < bs; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
-    OpResult r = Tracked(env, [&] { return TimedPwrite(file.io_fd(), buf.data(), bs, off); });
-    if (r.error == 0) file.CommitWritten(off, bs);
-    if (!Account(env, r, &out)) break;
   }
   return out;
 }
@@ -106,16 +116,11 @@ RunOutcome RunFsync(ProbeFile& file, RunEnv& env) {
   const std::uint64_t limit = file.data_blocks() * kProbeBlock;
   for (std::uint64_t rel : RandomOffsets(env.rng, limit, bs, bs, env.settings.ops)) {
     const std::uint64_t off = rel + kProbeBlock;
-    if (!env.take_budget(bs)) {
-      out.budget_exhausted = true;
-      break;
-    }
-    for (std::uint64_t i = 0; i < bs; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
-    OpResult r = Tracked(env, [&] { return TimedPwriteFdatasync(file.sync_fd(), buf.data(), bs, off); });
-    if (r.error == 0) file.CommitWritten(off, bs);
+    bool go = WriteBlocks(file, env, buf, off, bs,
+                          [&] { return TimedPwriteFdatasync(file.sync_fd(), buf.data(), bs, off); }, &out);
     // Keep the page cache free of the probe file: it must not grow at the workload's expense.
     DropCache(file.sync_fd(), off, bs);
-    if (!Account(env, r, &out)) break;
+    if (!go) break;
   }
   return out;
 }
@@ -131,14 +136,8 @@ RunOutcome RunSeqWrite(ProbeFile& file, RunEnv& env) {
   AlignedBuffer buf(req, kProbeBlock);
   for (std::uint64_t rel = start[0]; rel < start[0] + total; rel += req) {
     const std::uint64_t off = rel + kProbeBlock;
-    if (!env.take_budget(req)) {
-      out.budget_exhausted = true;
+    if (!WriteBlocks(file, env, buf, off, req, [&] { return TimedPwrite(file.io_fd(), buf.data(), req, off); }, &out))
       break;
-    }
-    for (std::uint64_t i = 0; i < req; i += kProbeBlock) file.StampBlock(buf.data() + i, (off + i) / kProbeBlock);
-    OpResult r = Tracked(env, [&] { return TimedPwrite(file.io_fd(), buf.data(), req, off); });
-    if (r.error == 0) file.CommitWritten(off, req);
-    if (!Account(env, r, &out)) break;
   }
   return out;
 }
