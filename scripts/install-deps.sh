@@ -13,6 +13,11 @@ build_pkgs=(g++ cmake ninja-build pkg-config make
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
            prometheus-pushgateway python3-jsonschema)
+# Fleet deployment tests (issue 7): Ansible role lint and chroot run, compose file check,
+# Containerfile build (buildah, rootful, vfs storage), Kubernetes manifests (schemas from npm).
+deploy_pkgs=(ansible ansible-lint docker-compose buildah podman)
+# This machine kind ships Node.js 20 and npm outside dpkg; Debian's npm only where there is none.
+command -v npm >/dev/null || deploy_pkgs+=(npm)
 
 # Cross builds (scripts/cross-test.sh): compilers and qemu-user; the target libraries come from a
 # sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root.
@@ -20,7 +25,7 @@ cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-stat
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
-  test) want+=("${test_pkgs[@]}") ;;
+  test) want+=("${test_pkgs[@]}" "${deploy_pkgs[@]}") ;;
   cross) want+=("${cross_pkgs[@]}") ;;
   *) echo "usage: $0 [build|test|cross]" >&2; exit 2 ;;
 esac
