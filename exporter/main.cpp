@@ -208,8 +208,9 @@ int main(int argc, char** argv) {
     }
     web = w.config;
     std::string err;
-    if (web->tls && !http::LoadOpenSslCompat(&err)) {
-      log::Error("cannot enable TLS", {{"err", err}});
+    // OpenSSL (TLS, and the HMAC of basic auth's credential cache) is loaded only here.
+    if ((web->tls || !web->users.empty()) && !http::LoadOpenSslCompat(&err)) {
+      log::Error(web->tls ? "cannot enable TLS" : "cannot enable basic auth", {{"err", err}});
       return 1;
     }
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "http/server.h"
+#include "http/tls.h"
 
 namespace diskprobe::http {
 
@@ -40,7 +41,8 @@ class BasicAuth {
   using Verifier = std::function<bool(std::string_view password, const std::string& hash)>;
   enum class Result { kOk, kDenied, kBusy };
 
-  // users: user name -> bcrypt hash. `verify` is BcryptVerify except in tests.
+  // users: user name -> bcrypt hash. `verify` is BcryptVerify except in tests. Loads the OpenSSL
+  // compat libraries for the cache's HMAC (http/tls.h); throws std::runtime_error when they cannot be.
   explicit BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify = BcryptVerify);
 
   // Checks an Authorization header value ("Basic <base64 user:password>"); nullopt: no header.
@@ -58,6 +60,7 @@ class BasicAuth {
   std::vector<std::pair<std::string, std::string>> users_;
   Verifier verify_;
   unsigned char key_[32];
+  HmacSha256Fn hmac_ = nullptr;
   mutable std::mutex mu_;  // guards cache_ and verifications_
   std::unordered_set<std::string> cache_;
   std::uint64_t verifications_ = 0;

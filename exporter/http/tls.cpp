@@ -1,27 +1,23 @@
 #include "http/tls.h"
 
 #include <dlfcn.h>
-#include <link.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <climits>
-#include <cstring>
 #include <mutex>
+
+#include "http/openssl_compat/compat_api.h"
 
 namespace diskprobe::http {
 namespace {
 
-std::string OpenSslError() {
-  std::string s;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    s += (s.empty() ? "" : "; ") + std::string(buf);
-  }
-  return s.empty() ? "unknown OpenSSL error" : s;
-}
+static_assert(static_cast<int>(ClientAuth::kNoClientCert) == DISKPROBE_NO_CLIENT_CERT &&
+                  static_cast<int>(ClientAuth::kRequestClientCert) == DISKPROBE_REQUEST_CLIENT_CERT &&
+                  static_cast<int>(ClientAuth::kRequireAnyClientCert) == DISKPROBE_REQUIRE_ANY_CLIENT_CERT &&
+                  static_cast<int>(ClientAuth::kVerifyClientCertIfGiven) == DISKPROBE_VERIFY_CLIENT_CERT_IF_GIVEN &&
+                  static_cast<int>(ClientAuth::kRequireAndVerifyClientCert) ==
+                      DISKPROBE_REQUIRE_AND_VERIFY_CLIENT_CERT,
+              "http::ClientAuth and diskprobe_client_auth must agree");
 
 std::string ExeDir() {
   char buf[PATH_MAX];
@@ -32,11 +28,11 @@ std::string ExeDir() {
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
-// Accepts any client certificate (RequestClientCert, RequireAnyClientCert: no verification).
-int AcceptAny(int, X509_STORE_CTX*) { return 1; }
-
 std::mutex g_compat_mu;
 bool g_compat_loaded = false;
+diskprobe_ssl_ctx_new_fn g_ssl_ctx_new = nullptr;
+diskprobe_ssl_ctx_free_fn g_ssl_ctx_free = nullptr;
+diskprobe_hmac_sha256_fn g_hmac_sha256 = nullptr;
 
 }  // namespace
 
@@ -53,8 +49,9 @@ bool LoadOpenSslCompat(std::string* error) {
       continue;
     }
     // Never closed: civetweb holds pointers into them for the life of the process.
-    if (dlopen(crypto.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr ||
-        dlopen(ssl.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    void* crypto_h = dlopen(crypto.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* ssl_h = crypto_h == nullptr ? nullptr : dlopen(ssl.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (crypto_h == nullptr || ssl_h == nullptr) {
       const char* e = dlerror();
       *error = std::string("cannot load the OpenSSL compat libraries: ") + (e ? e : "dlopen failed");
       return false;
@@ -71,6 +68,13 @@ bool LoadOpenSslCompat(std::string* error) {
       *error = "OpenSSL compat library loaded from " + d + " but dlopen(\"libcrypto.so\") does not resolve to it";
       return false;
     }
+    g_ssl_ctx_new = reinterpret_cast<diskprobe_ssl_ctx_new_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_new"));
+    g_ssl_ctx_free = reinterpret_cast<diskprobe_ssl_ctx_free_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_free"));
+    g_hmac_sha256 = reinterpret_cast<diskprobe_hmac_sha256_fn>(dlsym(crypto_h, "dp_compat_hmac_sha256"));
+    if (g_ssl_ctx_new == nullptr || g_ssl_ctx_free == nullptr || g_hmac_sha256 == nullptr) {
+      *error = "OpenSSL compat libraries in " + d + " lack the dp_compat_* functions (from another build?)";
+      return false;
+    }
     g_compat_loaded = true;
     return true;
   }
@@ -80,57 +84,22 @@ bool LoadOpenSslCompat(std::string* error) {
 }
 
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
-  ERR_clear_error();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr) {
-    *error = "cannot create a TLS context: " + OpenSslError();
-    return nullptr;
-  }
-  auto fail = [&](const std::string& what) {
-    *error = what + ": " + OpenSslError();
-    SSL_CTX_free(ctx);
-    return nullptr;
-  };
-  if (SSL_CTX_set_min_proto_version(ctx, tls.min_version) != 1) return fail("cannot set min_version");
-  if (tls.max_version != 0 && SSL_CTX_set_max_proto_version(ctx, tls.max_version) != 1)
-    return fail("cannot set max_version");
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1)
-    return fail("cert_file \"" + tls.cert_file + "\"");
-  if (SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-    return fail("key_file \"" + tls.key_file + "\"");
-  if (SSL_CTX_check_private_key(ctx) != 1)
-    return fail("key_file \"" + tls.key_file + "\" does not match cert_file \"" + tls.cert_file + "\"");
-  // Sessions resumed across a client-certificate check need a context id (OpenSSL refuses them otherwise).
-  static const unsigned char kSessionContext[] = "diskprobe_exporter";
-  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
-
-  switch (tls.client_auth) {
-    case ClientAuth::kNoClientCert:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
-      break;
-    case ClientAuth::kRequestClientCert:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &AcceptAny);
-      break;
-    case ClientAuth::kRequireAnyClientCert:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, &AcceptAny);
-      break;
-    case ClientAuth::kVerifyClientCertIfGiven:
-    case ClientAuth::kRequireAndVerifyClientCert: {
-      if (SSL_CTX_load_verify_locations(ctx, tls.client_ca_file.c_str(), nullptr) != 1)
-        return fail("client_ca_file \"" + tls.client_ca_file + "\"");
-      STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str());
-      if (names == nullptr) return fail("client_ca_file \"" + tls.client_ca_file + "\"");
-      SSL_CTX_set_client_CA_list(ctx, names);
-      int mode = SSL_VERIFY_PEER;
-      if (tls.client_auth == ClientAuth::kRequireAndVerifyClientCert) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-      SSL_CTX_set_verify(ctx, mode, nullptr);
-      break;
-    }
-  }
+  if (!LoadOpenSslCompat(error)) return nullptr;
+  const diskprobe_tls_options opts{tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
+                                   tls.min_version,       tls.max_version,      static_cast<int>(tls.client_auth)};
+  char err[1024] = "";
+  void* ctx = g_ssl_ctx_new(&opts, err, sizeof err);
+  if (ctx == nullptr) *error = err;
   return ctx;
 }
 
-void FreeSslContext(void* ctx) { SSL_CTX_free(static_cast<SSL_CTX*>(ctx)); }
+void FreeSslContext(void* ctx) {
+  if (ctx != nullptr && g_ssl_ctx_free != nullptr) g_ssl_ctx_free(ctx);
+}
+
+HmacSha256Fn LoadHmacSha256(std::string* error) {
+  if (!LoadOpenSslCompat(error)) return nullptr;
+  return g_hmac_sha256;
+}
 
 }  // namespace diskprobe::http
