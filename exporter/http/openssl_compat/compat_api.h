@@ -1,0 +1,47 @@
+#pragma once
+// The C interface between the exporter and its OpenSSL compat libraries (exporter/http/tls.h).
+//
+// Everything that needs OpenSSL lives in those two dlopen'ed libraries, not in the exporter: the
+// exporter binary does not link libssl.so.3 or libcrypto.so.3, so a node without
+// --web.config.file never maps them (about 1.7 MiB of RSS, issue 2's memory target). The exporter
+// finds these functions with dlsym() on the compat handles after LoadOpenSslCompat().
+//
+// Plain C types only: the libraries are built from the same tree, but a C ABI keeps the boundary
+// obvious and free of std:: layouts.
+#include <stddef.h>
+
+extern "C" {
+
+// The TLS settings of an exporter-toolkit web config (http/web_config.h TlsServerConfig).
+struct diskprobe_tls_options {
+  const char* cert_file;       // PEM certificate chain
+  const char* key_file;        // PEM private key
+  const char* client_ca_file;  // PEM CAs for client certificates; "" when unused
+  int min_version;             // TLS1_x_VERSION (0x0301..0x0304)
+  int max_version;             // 0: no upper bound
+  int client_auth;             // diskprobe_client_auth
+};
+
+// Go's tls.ClientAuthType, as exporter-toolkit names them (same order as http::ClientAuth).
+enum diskprobe_client_auth {
+  DISKPROBE_NO_CLIENT_CERT = 0,
+  DISKPROBE_REQUEST_CLIENT_CERT = 1,
+  DISKPROBE_REQUIRE_ANY_CLIENT_CERT = 2,
+  DISKPROBE_VERIFY_CLIENT_CERT_IF_GIVEN = 3,
+  DISKPROBE_REQUIRE_AND_VERIFY_CLIENT_CERT = 4,
+};
+
+// In the "libssl.so" compat library: dp_compat_ssl_ctx_new, dp_compat_ssl_ctx_free. Builds a
+// server SSL_CTX (returned as void*): certificate chain, private key checked against it, protocol
+// bounds, client certificate policy and CAs. NULL on failure, with a NUL-terminated message (file
+// name and OpenSSL's reasons) in err.
+typedef void* (*diskprobe_ssl_ctx_new_fn)(const struct diskprobe_tls_options* opts, char* err, size_t err_size);
+typedef void (*diskprobe_ssl_ctx_free_fn)(void* ctx);
+
+// In the "libcrypto.so" compat library: dp_compat_hmac_sha256, HMAC-SHA256 (RFC 2104, FIPS 198-1)
+// of msg under key into out (32 bytes), then msg is cleansed (OPENSSL_cleanse). 0 on success, -1
+// on error.
+typedef int (*diskprobe_hmac_sha256_fn)(const void* key, size_t key_len, void* msg, size_t msg_len,
+                                        unsigned char out[32]);
+
+}  // extern "C"
