@@ -32,11 +32,11 @@ for tool in docker-compose promtool prometheus curl jq python3; do
   command -v "$tool" >/dev/null || missing="$missing $tool"
 done
 python3 -c 'import yaml' 2>/dev/null || missing="$missing python3-yaml"
-[ -x "$EXPORTER" ] || missing="$missing $EXPORTER"
 if [ -n "$missing" ]; then
   [ "${CI:-}" = true ] && { echo "FAIL: missing under CI:$missing" >&2; exit 1; }
   echo "SKIP: missing:$missing (scripts/install-deps.sh test)"; exit 77
 fi
+[ -x "$EXPORTER" ] || { echo "FAIL: no exporter binary at $EXPORTER: build first" >&2; exit 1; }
 cd "$E2E_WORK"
 COMPOSE=$SRC/deploy/compose/docker-compose.yml
 CHECK=$SRC/tests/deploy/compose_check.py
@@ -114,6 +114,11 @@ prometheus --config.file="$P/prometheus-run.yml" --storage.tsdb.path="$E2E_WORK/
   --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >prometheus.log 2>&1 &
 E2E_PIDS+=($!)
 api() { curl -sS --max-time 5 "$PROM/api/v1/$1" "${@:2}"; }
+# Rules are evaluated on their own clock (2 s here), scrapes on theirs: a result may lag a few seconds.
+eventually() { local i; for i in $(seq 1 15); do "$@" && return 0; sleep 1; done; return 1; }
+series() {  # series QUERY: true when QUERY returns exactly one series
+  curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1" | jq -e '.data.result | length == 1' >/dev/null
+}
 health() {  # health ADDRESS: the target's health in job diskprobe, "" when unknown
   api targets 2>/dev/null | jq -r --arg a "$1" \
     '.data.activeTargets[] | select(.labels.job == "diskprobe" and .scrapeUrl == "http://\($a)/metrics") | .health' 2>/dev/null || true
@@ -128,10 +133,9 @@ log "targets:"
 api targets | jq -r '.data.activeTargets[] | "  \(.labels.job) \(.labels.instance) \(.labels.site // "-") \(.health) \(.lastError)"'
 check "the exporter listed in file_sd is up ($good)" test "$good" = up
 check "the dead file_sd target is down ($dead), not mistaken for up" test "$dead" = down
-check "Prometheus scrapes itself (job prometheus up)" bash -c \
-  "curl -sS '$PROM/api/v1/query' --data-urlencode 'query=up{job=\"prometheus\"} == 1' | jq -e '.data.result | length == 1' >/dev/null"
-check "the file_sd label reaches the exporter's series (diskprobe_build_info{site=\"compose-test\"})" bash -c \
-  "curl -sS '$PROM/api/v1/query' --data-urlencode 'query=diskprobe_build_info{site=\"compose-test\"}' | jq -e '.data.result | length == 1' >/dev/null"
+check "Prometheus scrapes itself (job prometheus up)" eventually series 'up{job="prometheus"} == 1'
+check "the file_sd label reaches the exporter's series (diskprobe_build_info{site=\"compose-test\"})" \
+  eventually series 'diskprobe_build_info{site="compose-test"}'
 
 want=$(python3 -c 'import glob, sys, yaml
 gs = [g for f in sorted(glob.glob(sys.argv[1] + "/*.rules.yml")) for g in yaml.safe_load(open(f))["groups"]]
@@ -147,8 +151,8 @@ done
 log "rule groups and rules loaded: $got (the rule files hold $want)"
 check "every rule group and rule of deploy/prometheus/rules is loaded ($got, want $want)" test "$got" = "$want"
 check "every rule has been evaluated, none failing${bad:+ ($bad)}" test "$unevaluated" = 0 -a -z "$bad"
-check "a recording rule has output for the exporter (instance_device:diskprobe_mmc_card_required_randread_iops)" bash -c \
-  "curl -sS '$PROM/api/v1/query' --data-urlencode 'query=instance_device:diskprobe_mmc_card_required_randread_iops{site=\"compose-test\"}' | jq -e '.data.result | length == 1' >/dev/null"
+check "a recording rule has output for the exporter (instance_device:diskprobe_mmc_card_required_randread_iops)" \
+  eventually series 'instance_device:diskprobe_mmc_card_required_randread_iops{site="compose-test"}'
 down_alerts=""
 for _ in $(seq 1 10); do
   down_alerts=$(api alerts | jq -r '[.data.alerts[] | select(.labels.alertname == "DiskprobeExporterDown") | "\(.labels.instance)=\(.state)"] | sort | join(" ")')
