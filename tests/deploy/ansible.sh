@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# deploy/ansible: the role and playbook, checked and then applied for real.
+#  1. `ansible-playbook --syntax-check` and `ansible-lint` (profile production, the strictest of
+#     ansible-lint 6.13; its findings are printed) must be clean; the same lint on a copy with one
+#     planted defect must fail (so the lint really reads the role).
+#  2. The config template rendered from the role's defaults equals config/default.yml (the
+#     variables mirror the exporter's built-in defaults) and passes --config.check.
+#  3. A real run: site.yml applied to two Debian 12 roots (copies of <build>/deb-test-root with
+#     python3, python3-apt and systemd added by apt: Ansible's modules need python3 on the target,
+#     as Raspberry Pi OS has) over community.general.chroot, plus a "monitoring" host (local
+#     connection, a directory in the work dir) for the file_sd targets. One root installs the
+#     amd64 .deb made by cpack from a package directory on the controller, the other from an apt
+#     repository (a flat file: repository inside the root) with TLS, basic auth, another port and
+#     an extra flag. Asserted: package installed (dpkg-query), config.yml content = the variables
+#     and --config.check passes there, service enabled (the multi-user.target.wants symlink; not
+#     started: systemd is not running in a chroot, the role's `auto` start mode sees that),
+#     file_sd JSON lists every inventory host of `pis` (also one left out with --limit) with its
+#     port and labels and passes `promtool check config`; the exporter started with the drop-in's
+#     ExecStart answers HTTPS + basic auth with 200. A second run reports changed=0; a changed
+#     variable changes the file and notifies the reload handler; a bad variable fails at the
+#     validate step and leaves the old config.yml in place; armv6l and other architectures fail
+#     with their messages.
+# Needs: ansible (ansible-core 2.14, community.general), ansible-lint, promtool, dpkg-scanpackages,
+# openssl, htpasswd, curl; root (chroot, mounts) and the Debian mirror (apt in the roots). Skips
+# (77) without root outside CI after the lint part; under CI=true that fails.
+# Usage: ansible.sh <build directory>
+set -euo pipefail
+BUILD=$(realpath "$1")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+cd "$E2E_WORK"
+ANS=$SRC/deploy/ansible
+ROLE=$ANS/roles/diskprobe_exporter
+T0=$(date +%s)
+# quiet cmd...: runs it, shows its output only when it fails.
+quiet() { "$@" >"$E2E_WORK/quiet.out" 2>&1 || { sed 's/^/  | /' "$E2E_WORK/quiet.out" >&2; return 1; }; }
+
+for tool in ansible-playbook ansible-lint promtool cpack dpkg-deb dpkg-scanpackages openssl htpasswd curl python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
+done
+export ANSIBLE_CONFIG=$E2E_WORK/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=0 \
+  ANSIBLE_LOCAL_TEMP=$E2E_WORK/ansible-tmp ANSIBLE_HOME=$E2E_WORK/ansible-home NO_COLOR=1
+: >"$ANSIBLE_CONFIG"   # no ~/.ansible.cfg or /etc/ansible/ansible.cfg of this machine
+echo "$(ansible --version 2>/dev/null | sed -n 1p), $(ansible-lint --nocolor --version 2>/dev/null | sed -n 1p)"
+
+log "syntax check and ansible-lint"
+printf 'all:\n  children:\n    pis:\n      hosts: {pi.test: {}}\n    monitoring:\n      hosts: {prom.test: {}}\n' >syntax-inv.yml
+check "ansible-playbook --syntax-check site.yml" quiet ansible-playbook -i syntax-inv.yml --syntax-check "$ANS/site.yml"
+check "ansible-playbook --syntax-check with inventory.example.yml" \
+  quiet ansible-playbook -i "$ANS/inventory.example.yml" --syntax-check "$ANS/site.yml"
+lint_rc=0
+(cd "$ANS" && ansible-lint --nocolor -c "$ANS/.ansible-lint" -f pep8) >lint.txt 2>&1 || lint_rc=$?
+echo "ansible-lint (profile production, offline), findings and summary:"
+sed 's/^/  /' lint.txt
+check "ansible-lint clean with the production profile (rc $lint_rc)" \
+  bash -c "[ $lint_rc = 0 ] && grep -q 'Passed with production profile: 0 failure(s), 0 warning(s)' lint.txt"
+# The lint must see the role: plant one defect (a task without a name, short module name, no
+# changed_when) in a copy and expect findings.
+cp -a "$ANS" planted
+printf -- '- command: ls\n' >>planted/roles/diskprobe_exporter/tasks/file_sd.yml
+planted_rc=0
+(cd planted && ansible-lint --nocolor -c .ansible-lint -f pep8) >lint-planted.txt 2>&1 || planted_rc=$?
+check "ansible-lint finds the planted defect ($(grep -c 'file_sd.yml:' lint-planted.txt || true) findings: $(grep -o '\[[a-z-]*\[*[a-z-]*\]*\]' lint-planted.txt | sort -u | tr '\n' ' '))" \
+  bash -c "[ $planted_rc != 0 ] && grep -q 'tasks/file_sd.yml' lint-planted.txt"
+
+log "the config template with the role's defaults equals config/default.yml"
+cat >render.yml <<EOF
+- name: Render the config template with the role's defaults
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: ["$ROLE/defaults/main.yml"]
+  tasks:
+    - name: Render
+      ansible.builtin.template: {src: "$ROLE/templates/config.yml.j2", dest: "$E2E_WORK/rendered-defaults.yml", mode: "0644"}
+EOF
+ansible-playbook -i localhost, render.yml >render.log 2>&1 || { cat render.log >&2; fail "render the defaults"; }
+check "rendered defaults: $("$BUILD/diskprobe_exporter" --config.check --config.file=rendered-defaults.yml 2>&1)" \
+  quiet "$BUILD/diskprobe_exporter" --config.check --config.file=rendered-defaults.yml
+cmp_out=$(python3 - "$SRC/config/default.yml" rendered-defaults.yml <<'EOF'
+import sys, yaml
+ref, got = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+# probes.defaults: the role writes only what differs from the built-in per-probe settings ({}).
+ref_defaults = ref["probes"].pop("defaults")
+got_defaults = got["probes"].pop("defaults")
+diff = [f"{s}.{k}: default.yml {ref[s].get(k)!r}, role {got[s].get(k)!r}"
+        for s in ref for k in sorted(set(ref[s]) | set(got[s])) if ref[s].get(k) != got[s].get(k)]
+if set(ref) != set(got): diff.append(f"sections {sorted(ref)} vs {sorted(got)}")
+if got_defaults != {}: diff.append(f"probes.defaults should be {{}}, is {got_defaults!r}")
+print(f"{sum(len(v) for v in ref.values()) + 0} keys compared ({len(ref_defaults)} probe kinds left to the built-in defaults)")
+for d in diff: print("DIFF", d)
+sys.exit(1 if diff else 0)
+EOF
+) && ok "role defaults = config/default.yml: $cmp_out" || fail "role defaults differ from config/default.yml: $cmp_out"
+
+if [ "$(id -u)" -ne 0 ]; then
+  [ "${CI:-}" = true ] && { echo "FAIL: needs root (chroot) under CI" >&2; exit 1; }
+  [ "$FAILURES" -gt 0 ] && { echo "$FAILURES check(s) failed" >&2; exit 1; }
+  echo "SKIP: the real run needs root for the chroots" >&2; exit 77
+fi
+
+log "cpack -G DEB (amd64)"
+cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$E2E_WORK/pkg" >cpack.log 2>&1 || { cat cpack.log >&2; exit 1; }
+rm -rf "$E2E_WORK/pkg/_CPack_Packages"
+DEB=$(ls "$E2E_WORK"/pkg/diskprobe-exporter_*_amd64.deb)
+VERSION=$(dpkg-deb -f "$DEB" Version)
+printf 'package: %s (%s bytes)\n' "$(basename "$DEB")" "$(stat -c %s "$DEB")"
+
+log "two Debian 12 roots with python3 (copies of $BUILD/deb-test-root)"
+CACHE=$BUILD/deb-test-root
+if [ ! -x "$CACHE/bin/sh" ]; then
+  rm -rf "$CACHE.tmp"
+  debootstrap --variant=minbase bookworm "$CACHE.tmp" http://deb.debian.org/debian >debootstrap.log 2>&1 ||
+    { tail -20 debootstrap.log >&2; exit 1; }
+  mv "$CACHE.tmp" "$CACHE"
+fi
+R1=$E2E_WORK/root-deb R2=$E2E_WORK/root-repo
+mounts=()
+umount_all() { local m; for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; mounts=(); }
+safe_cleanup() {
+  umount_all
+  # Never rm -rf through a mount that is still there (it would be /dev, /sys or /proc).
+  if grep -q " $E2E_WORK/" /proc/self/mounts; then echo "mounts remain under $E2E_WORK: not removing it" >&2; return; fi
+  cleanup
+}
+trap safe_cleanup EXIT
+mount_root() { local m; for m in proc sys dev; do mount --rbind "/$m" "$1/$m"; mount --make-rslave "$1/$m"; mounts=("$1/$m" "${mounts[@]}"); done; }
+in_root() { local r=$1; shift; chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+t=$(date +%s)
+cp -a "$CACHE" "$R1"
+cp /etc/resolv.conf "$R1/etc/resolv.conf"
+mount_root "$R1"
+check "clean root has no python3 and no diskprobe-exporter before" bash -c \
+  "[ ! -e '$R1/usr/bin/python3' ] && ! chroot '$R1' dpkg-query -W diskprobe-exporter >/dev/null 2>&1"
+if in_root "$R1" sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-apt systemd' >apt.log 2>&1; then
+  ok "apt-get install python3 python3-apt systemd in the root ($(grep -c '^Setting up' apt.log) packages, $(( $(date +%s) - t )) s)"
+else
+  tail -20 apt.log >&2; echo "FAIL: cannot prepare the root" >&2; exit 1
+fi
+umount_all
+cp -a "$R1" "$R2"
+mount_root "$R1"; mount_root "$R2"
+# The repository host: a flat apt repository inside its root (apt reads it through file:).
+mkdir -p "$R2/srv/diskprobe-repo"
+cp "$DEB" "$R2/srv/diskprobe-repo/"
+(cd "$R2/srv/diskprobe-repo" && dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null)
+
+# TLS and basic auth for the repository host, from the controller.
+mkdir -p files
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 -keyout files/server.key -out files/server.crt 2>/dev/null
+PW=$(openssl rand -hex 8)
+HASH=$(htpasswd -nbBC 10 prometheus "$PW" | cut -d: -f2)
+PORT2=$(free_port)
+FILE_SD=$E2E_WORK/prometheus/file_sd/diskprobe-ansible.yml
+
+cat >inventory.yml <<EOF
+# tests/deploy/ansible.sh: two chroots as Pis, the local machine as the monitoring host.
+all:
+  vars:
+    diskprobe_exporter_deb_dir: $E2E_WORK/pkg
+    diskprobe_exporter_file_sd_path: $FILE_SD
+  children:
+    pis:
+      vars:
+        ansible_connection: community.general.chroot
+        # root already; the minimal roots have no sudo
+        ansible_become: false
+        ansible_python_interpreter: /usr/bin/python3
+        diskprobe_exporter_devices_include: ["vd[a-z]+", "mmcblk[0-9]+"]
+        diskprobe_exporter_write_budget_per_day: 64MiB
+        diskprobe_exporter_probe_defaults:
+          randread: {interval: 30s}
+          seqwrite: {enabled: true, interval: 12h}
+        diskprobe_exporter_probe_devices:
+          "sd[a-z]+": {seqread: {enabled: false}}
+        diskprobe_exporter_file_sd_labels: {site: test}
+      hosts:
+        pi-deb.test:
+          ansible_host: $R1
+        pi-repo.test:
+          ansible_host: $R2
+          diskprobe_exporter_apt_repository: "deb [trusted=yes] file:/srv/diskprobe-repo ./"
+          diskprobe_exporter_port: $PORT2
+          diskprobe_exporter_extra_args: ["--no-collector.kmsg"]
+          diskprobe_exporter_scrape_host: pi-repo.example.net
+          diskprobe_exporter_file_sd_labels: {site: lab}
+          diskprobe_exporter_devices_exclude: ["ram[0-9]+", "zram[0-9]+", "loop[0-9]+"]
+          diskprobe_exporter_web_files:
+            - {src: $E2E_WORK/files/server.crt, dest: server.crt}
+            - {src: $E2E_WORK/files/server.key, dest: server.key}
+          diskprobe_exporter_web_config:
+            tls_server_config: {cert_file: server.crt, key_file: server.key, min_version: TLS12}
+            basic_auth_users: {prometheus: "$HASH"}
+        # In the inventory but not in this run (--limit): its target must be in file_sd all the same.
+        pi-later.test:
+          ansible_host: /nonexistent
+          diskprobe_exporter_file_sd_labels: {site: test}
+    monitoring:
+      hosts:
+        prom.test:
+          ansible_connection: local
+          ansible_become: false
+          ansible_python_interpreter: $(command -v python3)
+EOF
+
+RUN=0
+# play <log name> <expect rc 0|fail> [ansible-playbook args...]: runs site.yml, prints the recap and
+# the time; sets RECAP_<host> variables as "ok changed failed skipped".
+play() {
+  local name=$1 expect=$2; shift 2
+  RUN=$((RUN + 1))
+  local t0 ms rc=0
+  t0=$(date +%s%N)
+  ansible-playbook -i inventory.yml --limit '!pi-later.test' "$ANS/site.yml" "$@" >"$name.log" 2>&1 || rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf 'run %d (%s): rc %d, %d.%01d s, %d task results, recap:\n' "$RUN" "$name" "$rc" $((ms / 1000)) $((ms % 1000 / 100)) \
+    "$(grep -cE '^(ok|changed|skipping|failed|fatal): ' "$name.log" || true)"
+  sed -n '/^PLAY RECAP/,$p' "$name.log" | grep -E '^[a-z]' | sed 's/  */ /g; s/^/  /'
+  if [ "$expect" = 0 ] && [ "$rc" != 0 ]; then fail "run $name: rc $rc"; tail -40 "$name.log" >&2; fi
+  if [ "$expect" = fail ] && [ "$rc" = 0 ]; then fail "run $name should have failed"; fi
+  return 0
+}
+recap() {  # recap <log> <host> <field>: a number from the PLAY RECAP line
+  sed -n "s/^$2 *:.* $3=\([0-9]*\).*/\1/p" "$1" | tail -n1
+}
+
+log "run 1: install"
+play install 0
+for h in pi-deb.test pi-repo.test; do
+  r=$([ $h = pi-deb.test ] && echo "$R1" || echo "$R2")
+  v=$(chroot "$r" dpkg-query -W -f='${Status} ${Version}' diskprobe-exporter 2>/dev/null || true)
+  check "$h: dpkg-query: diskprobe-exporter $v" test "$v" = "install ok installed $VERSION"
+  check "$h: config.yml passes --config.check there: $(in_root "$r" diskprobe_exporter --config.check --config.file=/etc/diskprobe_exporter/config.yml 2>&1)" \
+    quiet in_root "$r" diskprobe_exporter --config.check --config.file=/etc/diskprobe_exporter/config.yml
+  check "$h: enabled: multi-user.target.wants/diskprobe_exporter.service -> the package's unit" bash -c \
+    "[ \"\$(readlink '$r/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service')\" = /lib/systemd/system/diskprobe_exporter.service ]"
+done
+check "pi-repo.test: installed from the repository (apt source file written, no .deb copied)" bash -c \
+  "grep -qx 'deb \[trusted=yes\] file:/srv/diskprobe-repo ./' '$R2/etc/apt/sources.list.d/diskprobe_exporter.list' &&
+   [ ! -d '$R2/var/cache/diskprobe_exporter-deb' ] && [ -f '$R1/var/cache/diskprobe_exporter-deb/$(basename "$DEB")' ]"
+check "not started (systemd is not running in a chroot): the notified handlers all skipped ($(grep -c 'RUNNING HANDLER' install.log) notified)" \
+  bash -c "! grep -A2 'RUNNING HANDLER' install.log | grep -qE '^(ok|changed|fatal):'"
+# config.yml = the variables: parse it and compare with what the inventory says.
+cfg_check=$(python3 - "$R1/etc/diskprobe_exporter/config.yml" "$R2/etc/diskprobe_exporter/config.yml" <<'EOF'
+import sys, yaml
+a, b = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+want = {
+  ("devices", "include"): ["vd[a-z]+", "mmcblk[0-9]+"],
+  ("probes", "write_budget_per_day"): "64MiB",
+  ("probes", "defaults"): {"randread": {"interval": "30s"}, "seqwrite": {"enabled": True, "interval": "12h"}},
+  ("probes", "devices"): {"sd[a-z]+": {"seqread": {"enabled": False}}},
+  ("devices", "exclude"): ["ram[0-9]+", "zram[0-9]+"],
+  ("probes", "enabled"): True,
+}
+bad = [f"pi-deb {k}: {a[k[0]][k[1]]!r} != {v!r}" for k, v in want.items() if a[k[0]][k[1]] != v]
+if b["devices"]["exclude"] != ["ram[0-9]+", "zram[0-9]+", "loop[0-9]+"]: bad.append(f"pi-repo exclude {b['devices']['exclude']}")
+print(f"{len(want) + 1} values checked"); [print("DIFF", x) for x in bad]
+sys.exit(1 if bad else 0)
+EOF
+) && ok "config.yml content = the inventory's variables ($cfg_check)" || fail "config.yml content: $cfg_check"
+check "pi-deb.test: no drop-in (port 29100, no web config: the package's ExecStart)" \
+  test ! -e "$R1/etc/systemd/system/diskprobe_exporter.service.d/ansible.conf"
+DROPIN=$R2/etc/systemd/system/diskprobe_exporter.service.d/ansible.conf
+EXEC=$(sed -n 's/^ExecStart=\(.\+\)$/\1/p' "$DROPIN" 2>/dev/null || true)
+echo "pi-repo.test drop-in ExecStart: $EXEC"
+check "pi-repo.test: drop-in sets the port, the web config and the extra flag" bash -c \
+  "grep -q -- '--web.listen-address=:$PORT2' '$DROPIN' && grep -q -- '--web.config.file=/etc/diskprobe_exporter/web-config.yml' '$DROPIN' &&
+   grep -q -- '--no-collector.kmsg' '$DROPIN' && grep -qx 'ExecStart=' '$DROPIN'"
+check "pi-repo.test: web-config.yml, server.crt, server.key are root:diskprobe 0640: $(chroot "$R2" stat -c '%n %U:%G %a' /etc/diskprobe_exporter/web-config.yml /etc/diskprobe_exporter/server.key | tr '\n' ' ')" \
+  bash -c "[ \"\$(chroot '$R2' stat -c '%U:%G %a' /etc/diskprobe_exporter/web-config.yml /etc/diskprobe_exporter/server.crt /etc/diskprobe_exporter/server.key | sort -u)\" = 'root:diskprobe 640' ]"
+check "pi-repo.test: web-config.yml passes promtool check web-config" quiet promtool check web-config "$R2/etc/diskprobe_exporter/web-config.yml"
+# The drop-in's command line, run in the root as the service user: HTTPS + basic auth answer.
+read -r -a argv <<<"$EXEC"
+chroot --userspec=diskprobe:diskprobe --groups=disk "$R2" "${argv[@]}" 2>"$E2E_WORK/repo-exporter.log" &
+RPID=$!; E2E_PIDS+=("$RPID")
+for i in $(seq 1 50); do grep -q 'msg=listening' repo-exporter.log && break; kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
+c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert files/server.crt -u "prometheus:$PW" "https://127.0.0.1:$PORT2/metrics" || true)
+w=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert files/server.crt -u "prometheus:wrong" "https://127.0.0.1:$PORT2/metrics" || true)
+check "pi-repo.test: the drop-in's ExecStart serves HTTPS: right password $c, wrong password $w" test "$c:$w" = 200:401
+kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true
+[ "$c" = 200 ] || cat repo-exporter.log >&2
+
+echo "file_sd written on the monitoring host ($FILE_SD):"
+sed 's/^/  /' "$FILE_SD" 2>/dev/null || true
+sd_check=$(python3 - "$FILE_SD" "$PORT2" <<'EOF'
+import sys, json
+groups = json.load(open(sys.argv[1]))   # JSON: the .yml name is for Prometheus' glob, the content is JSON
+got = {t: g["labels"] for g in groups for t in g["targets"]}
+want = {"pi-deb.test:29100": {"site": "test"}, "pi-later.test:29100": {"site": "test"},
+        f"pi-repo.example.net:{sys.argv[2]}": {"site": "lab"}}
+print(f"{len(groups)} target groups, {len(got)} targets")
+sys.exit(0 if got == want else f"got {got}, want {want}")
+EOF
+) && ok "file_sd: every host of pis (pi-later.test too, left out by --limit) with port and labels: $sd_check" ||
+  fail "file_sd: $sd_check"
+sed -e "s#/etc/prometheus/file_sd/#$(dirname "$FILE_SD")/#" -e "s#/etc/prometheus/rules/#$SRC/deploy/prometheus/rules/#" \
+  "$SRC/deploy/prometheus/prometheus.yml" >prometheus.yml
+check "promtool check config with deploy/prometheus/prometheus.yml reads the file_sd file" quiet promtool check config prometheus.yml
+
+log "run 2: the same again (idempotence)"
+play again 0
+for h in pi-deb.test pi-repo.test; do
+  check "$h: second run changed=$(recap again.log $h changed) (ok=$(recap again.log $h ok))" test "$(recap again.log $h changed)" = 0
+done
+
+log "run 3: a changed variable, and the service disabled behind Ansible's back"
+chroot "$R1" systemctl disable diskprobe_exporter.service >/dev/null 2>&1
+check "disabled: the wants symlink is gone" test ! -e "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
+play change 0 --limit pi-deb.test -e diskprobe_exporter_write_budget_per_day=32MiB
+check "pi-deb.test: changed=$(recap change.log pi-deb.test changed) (config and enable)" test "$(recap change.log pi-deb.test changed)" = 2
+check "config.yml now says 32MiB" grep -qx '  write_budget_per_day: "32MiB"' "$R1/etc/diskprobe_exporter/config.yml"
+check "enabled again by the role" test -L "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
+check "the reload handler was notified (and skipped: not started here)" grep -q 'RUNNING HANDLER \[diskprobe_exporter : Reload diskprobe_exporter\]' change.log
+
+log "run 4: a bad variable"
+before=$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")
+play bad fail --limit pi-deb.test -e '{"diskprobe_exporter_probe_defaults": {"randread": {"interval": "fast"}}}'
+failed_task=$(awk '/^TASK \[/ { t = $0; sub(/^TASK \[/, "", t); sub(/\] \**$/, "", t) } /^fatal: \[pi-deb.test\]/ { print t }' bad.log)
+check "failed at the validate step: task '$failed_task'" test "$failed_task" = "diskprobe_exporter : Install the exporter configuration"
+check "the validator's message is in the output: $(grep -o 'probes.defaults.randread.interval: invalid duration [^ ]*fast' bad.log | head -n1)" \
+  grep -q 'failed to validate.*probes.defaults.randread.interval: invalid duration' bad.log
+check "the old config.yml is in place (sha256 unchanged)" test "$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")" = "$before"
+
+log "run 5-7: architectures"
+play armv6 fail --limit pi-deb.test -e ansible_architecture=armv6l
+check "armv6l refused: $(grep -o 'does not support ARMv6 ([^)]*)' armv6.log | head -n1)" grep -q 'Raspberry Pi 1 A/B/A+/B+, Zero, Zero W or Compute Module 1' armv6.log
+play arm32 fail --limit pi-deb.test -e ansible_architecture=aarch64 -e ansible_userspace_bits=32
+check "aarch64 kernel + 32-bit userland maps to armhf (then dpkg, which says amd64, stops it)" \
+  grep -q 'say armhf, but dpkg installs amd64' arm32.log
+play riscv fail --limit pi-deb.test -e ansible_architecture=riscv64
+check "riscv64 refused: no package for the architecture" grep -q 'no package for the architecture riscv64' riscv.log
+
+echo "total: $(( $(date +%s) - T0 )) s"
+if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all Ansible checks passed"
