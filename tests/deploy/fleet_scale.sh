@@ -125,6 +125,9 @@ TOTAL=$(sed -n 's/^TOTAL=//p' table.txt)
 check "a node exports $TOTAL series, at most 500" [ -n "$TOTAL" ] && [ "$TOTAL" -le 500 ]
 check "docs/operations.md (Fleet scale) states the measured total ($TOTAL)" \
   grep -q "^| \*\*total\*\* .*| \*\*$TOTAL\*\* |$" "$SRC/docs/operations.md"
+RATE=$(python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / int(sys.argv[2])))' "$TOTAL" "$INTERVAL_S")
+check "docs/operations.md states the rate: $TOTAL / $INTERVAL_S s = $RATE samples/s per node" \
+  grep -q "$TOTAL / $INTERVAL_S s = $RATE samples/s per node" "$SRC/docs/operations.md"
 
 # --- the Prometheus examples of the "Fleet scale" section --------------------------------------
 for f in remote-write.example.yml federation.example.yml; do
@@ -143,11 +146,15 @@ names = [r["record"] for f in glob.glob(sys.argv[2] + "/*.yml") for g in yaml.sa
 bad = [n for n in names if not re.fullmatch(regex, n)]
 print("  %d recording rules, not selected: %s" % (len(names), bad or "none"))
 sys.exit(1 if bad or not names else 0)' "$SRC/deploy/prometheus/federation.example.yml" "$SRC/deploy/prometheus/rules"
-if python3 "$SRC/tests/deploy/fleet_scale.py" relabel series.jsonl "$SRC/deploy/prometheus/remote-write.example.yml" "$SRC"; then
+if python3 "$SRC/tests/deploy/fleet_scale.py" relabel series.jsonl "$SRC/deploy/prometheus/remote-write.example.yml" "$SRC" \
+   | tee relabel.txt; then
   ok "remote_write relabelling keeps what the dashboards and rules need"
 else
   fail "remote_write relabelling"
 fi
+SENT=$(sed -n 's/.*series of a node -> \([0-9]*\) sent.*/\1/p' relabel.txt)
+check "docs/operations.md states what the relabelling leaves ($TOTAL series; $SENT remain)" \
+  grep -q "$TOTAL series through these rules; $SENT remain" "$SRC/docs/operations.md"
 # The check can fail: a relabelling that drops every bucket but +Inf must be caught.
 sed 's/(1e-04|0\\.0001|0\\.001|0\\.01|0\\.05|0\\.1|1|1\\.0|10|10\\.0|\\+Inf)/(\\+Inf)/' \
   "$SRC/deploy/prometheus/remote-write.example.yml" >broken-rw.yml
