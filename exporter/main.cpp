@@ -91,6 +91,36 @@ void PrintErrors(const std::vector<config::Error>& errors) {
   for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
 }
 
+// SIGHUP for --web.config.file: the certificate, key, CAs and TLS settings of new connections and
+// the basic auth users change in place (certificate rotation without a restart, as exporter-toolkit
+// re-reads its file). Whether TLS and basic auth are on is fixed at start-up: a file that turns
+// either on or off is refused. False (logged with file:line:col) when the file is refused; the
+// running settings stay.
+bool ReloadWebConfig(const std::string& file, const http::WebConfig& running, http::Server* server,
+                     http::BasicAuth* auth) {
+  http::WebConfigResult w = http::LoadWebConfigFile(file);
+  if (!w.config) {
+    for (const auto& e : w.errors)
+      log::Error("web configuration reload failed, keeping the running one", {{"err", e.ToString()}});
+    return false;
+  }
+  if (w.config->tls.has_value() != running.tls.has_value() ||
+      w.config->users.empty() != running.users.empty()) {
+    log::Error("web configuration reload refused: turning TLS or basic auth on or off needs a restart",
+               {{"file", file}});
+    return false;
+  }
+  std::string err;
+  if (w.config->tls && !server->ReloadTls(*w.config->tls, &err)) {
+    log::Error("web configuration reload failed, keeping the running one", {{"file", file}, {"err", err}});
+    return false;
+  }
+  if (auth != nullptr) auth->SetUsers(w.config->users);
+  log::Info("web configuration reloaded", {{"file", file}, {"tls", w.config->tls ? "true" : "false"},
+                                          {"users", std::to_string(w.config->users.size())}});
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,7 +152,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--web.config.file", web_config_file,
                  "Web configuration (Prometheus exporter-toolkit format) that enables TLS and/or basic "
-                 "authentication. Read at start-up.");
+                 "authentication. SIGHUP reloads it: new certificate, key, CAs, TLS settings and users apply "
+                 "to new connections; turning TLS or basic auth on or off needs a restart.");
   app.add_option("--web.telemetry-path", telemetry_path, "Path under which metrics are exposed.")
       ->capture_default_str()
       ->check([](const std::string& p) { return !p.empty() && p[0] == '/' ? "" : "must start with /"; });
@@ -244,8 +275,11 @@ int main(int argc, char** argv) {
   http::Server server;
   std::string err;
   http::Handler handler = http::MakeExporterHandler(&scraper, &devices, telemetry_path, &ready);
-  if (web && !web->users.empty())
-    handler = http::RequireBasicAuth(std::make_shared<http::BasicAuth>(web->users), std::move(handler));
+  std::shared_ptr<http::BasicAuth> auth;
+  if (web && !web->users.empty()) {
+    auth = std::make_shared<http::BasicAuth>(web->users);
+    handler = http::RequireBasicAuth(auth, std::move(handler));
+  }
   if (!server.Start(addresses, max_requests, std::move(handler), &err, web && web->tls ? &*web->tls : nullptr)) {
     log::Error("cannot start HTTP server", {{"err", err}});
     devices.Stop();
@@ -261,8 +295,16 @@ int main(int argc, char** argv) {
   for (;;) {
     int sig = WaitForSignal();
     if (sig == SIGHUP) {
+      // The web config first: a bad one is reported like a bad config file (reload metric 0).
+      bool web_ok = true;
+      if (!web_config_file.empty()) web_ok = ReloadWebConfig(web_config_file, *web, &server, auth.get());
       config::LoadResult r = Load(config_file);
-      if (r.config) {
+      if (r.config && !web_ok) {
+        cfg = r.config;
+        devices.Reconfigure(cfg->devices);
+        probes.Reconfigure(cfg);
+        scraper.SetReloadResult(false, 0);
+      } else if (r.config) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
         probes.Reconfigure(cfg);

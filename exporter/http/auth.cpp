@@ -77,7 +77,7 @@ std::optional<std::string> DecodeBase64(std::string_view in) {
 }
 
 BasicAuth::BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify)
-    : users_(std::move(users)), verify_(std::move(verify)) {
+    : users_(std::make_shared<const Users>(std::move(users))), verify_(std::move(verify)) {
   std::string error;
   hmac_ = LoadHmacSha256(&error);
   if (hmac_ == nullptr) throw std::runtime_error(error);
@@ -118,8 +118,13 @@ BasicAuth::Result BasicAuth::Check(std::optional<std::string_view> authorization
   const std::string_view user = std::string_view(*decoded).substr(0, colon);
   const std::string_view password = std::string_view(*decoded).substr(colon + 1);
 
+  std::shared_ptr<const Users> users;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    users = users_;
+  }
   const std::string* hash = nullptr;
-  for (const auto& [u, h] : users_)
+  for (const auto& [u, h] : *users)
     if (u == user) hash = &h;
 
   Result result = Result::kDenied;
@@ -160,6 +165,13 @@ BasicAuth::Result BasicAuth::Check(std::optional<std::string_view> authorization
   }
   explicit_bzero(decoded->data(), decoded->size());  // glibc >= 2.25: never optimised away
   return result;
+}
+
+void BasicAuth::SetUsers(std::vector<std::pair<std::string, std::string>> users) {
+  auto next = std::make_shared<const Users>(std::move(users));
+  std::lock_guard<std::mutex> lock(mu_);
+  users_ = std::move(next);
+  cache_.clear();
 }
 
 std::uint64_t BasicAuth::verifications() const {

@@ -45,6 +45,10 @@ class BasicAuth {
   // compat libraries for the cache's HMAC (http/tls.h); throws std::runtime_error when they cannot be.
   explicit BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify = BcryptVerify);
 
+  // Replaces the users (SIGHUP reload of --web.config.file) and empties the credential cache.
+  // Requests already past the user lookup finish against the old hashes.
+  void SetUsers(std::vector<std::pair<std::string, std::string>> users);
+
   // Checks an Authorization header value ("Basic <base64 user:password>"); nullopt: no header.
   Result Check(std::optional<std::string_view> authorization);
 
@@ -57,11 +61,12 @@ class BasicAuth {
  private:
   std::string CacheKey(std::string_view user, std::string_view password, const std::string& hash) const;
 
-  std::vector<std::pair<std::string, std::string>> users_;
+  using Users = std::vector<std::pair<std::string, std::string>>;
+  std::shared_ptr<const Users> users_;  // replaced whole by SetUsers; read under mu_
   Verifier verify_;
   unsigned char key_[32];
   HmacSha256Fn hmac_ = nullptr;
-  mutable std::mutex mu_;  // guards cache_ and verifications_
+  mutable std::mutex mu_;  // guards users_, cache_ and verifications_
   std::unordered_set<std::string> cache_;
   std::uint64_t verifications_ = 0;
   std::mutex bcrypt_slot_;  // held while one bcrypt computation runs

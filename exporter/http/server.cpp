@@ -207,6 +207,14 @@ bool Server::Stop(std::chrono::milliseconds timeout) {
   return false;
 }
 
+bool Server::ReloadTls(const TlsServerConfig& tls, std::string* error) {
+  if (ctx_ == nullptr || ssl_ctx_ == nullptr) {
+    *error = "the server was not started with TLS";
+    return false;
+  }
+  return ReloadSslContext(ssl_ctx_, tls, error);
+}
+
 std::vector<std::string> Server::BoundAddresses() const {
   std::vector<std::string> out;
   if (ctx_ == nullptr) return out;

@@ -64,6 +64,10 @@ class Server {
   // `timeout`. Returns false when civetweb had not finished by then (a client holding an idle
   // connection): the caller should then exit the process without running destructors. Idempotent.
   bool Stop(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  // New TLS files and settings for connections accepted from now on (SIGHUP reload of the web
+  // config; http/tls.h ReloadSslContext). False with *error when the server has no TLS or the
+  // files don't load; the running settings stay.
+  bool ReloadTls(const TlsServerConfig& tls, std::string* error);
   // "ip:port" per listening socket, with the port the kernel chose for port 0.
   std::vector<std::string> BoundAddresses() const;
 

@@ -32,6 +32,7 @@ std::mutex g_compat_mu;
 bool g_compat_loaded = false;
 diskprobe_ssl_ctx_new_fn g_ssl_ctx_new = nullptr;
 diskprobe_ssl_ctx_free_fn g_ssl_ctx_free = nullptr;
+diskprobe_ssl_ctx_reload_fn g_ssl_ctx_reload = nullptr;
 diskprobe_hmac_sha256_fn g_hmac_sha256 = nullptr;
 
 }  // namespace
@@ -70,8 +71,10 @@ bool LoadOpenSslCompat(std::string* error) {
     }
     g_ssl_ctx_new = reinterpret_cast<diskprobe_ssl_ctx_new_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_new"));
     g_ssl_ctx_free = reinterpret_cast<diskprobe_ssl_ctx_free_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_free"));
+    g_ssl_ctx_reload = reinterpret_cast<diskprobe_ssl_ctx_reload_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_reload"));
     g_hmac_sha256 = reinterpret_cast<diskprobe_hmac_sha256_fn>(dlsym(crypto_h, "dp_compat_hmac_sha256"));
-    if (g_ssl_ctx_new == nullptr || g_ssl_ctx_free == nullptr || g_hmac_sha256 == nullptr) {
+    if (g_ssl_ctx_new == nullptr || g_ssl_ctx_free == nullptr || g_ssl_ctx_reload == nullptr ||
+        g_hmac_sha256 == nullptr) {
       *error = "OpenSSL compat libraries in " + d + " lack the dp_compat_* functions (from another build?)";
       return false;
     }
@@ -83,14 +86,29 @@ bool LoadOpenSslCompat(std::string* error) {
   return false;
 }
 
+namespace {
+diskprobe_tls_options ToOptions(const TlsServerConfig& tls) {
+  return {tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
+          tls.min_version,       tls.max_version,      static_cast<int>(tls.client_auth)};
+}
+}  // namespace
+
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
   if (!LoadOpenSslCompat(error)) return nullptr;
-  const diskprobe_tls_options opts{tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
-                                   tls.min_version,       tls.max_version,      static_cast<int>(tls.client_auth)};
+  const diskprobe_tls_options opts = ToOptions(tls);
   char err[1024] = "";
   void* ctx = g_ssl_ctx_new(&opts, err, sizeof err);
   if (ctx == nullptr) *error = err;
   return ctx;
+}
+
+bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error) {
+  if (!LoadOpenSslCompat(error)) return false;
+  const diskprobe_tls_options opts = ToOptions(tls);
+  char err[1024] = "";
+  if (g_ssl_ctx_reload(ctx, &opts, err, sizeof err) == 0) return true;
+  *error = err;
+  return false;
 }
 
 void FreeSslContext(void* ctx) {

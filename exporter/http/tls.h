@@ -40,6 +40,12 @@ bool LoadOpenSslCompat(std::string* error);
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error);
 void FreeSslContext(void* ctx);  // nullptr: no-op
 
+// Certificate rotation: rebuilds the TLS settings of a context from MakeSslContext (still in use
+// by civetweb) from `tls`, for every connection accepted from now on (a ClientHello callback
+// moves each onto the newest context; running connections keep theirs). False with *error (file
+// name and OpenSSL's reason) when the new files don't load: the previous settings stay in force.
+bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error);
+
 // HMAC-SHA256 from the compat libcrypto (loads the compat libraries first if needed): out gets 32
 // bytes; msg is cleansed afterwards. Returns 0 on success. nullptr with *error when the compat
 // libraries cannot be loaded.

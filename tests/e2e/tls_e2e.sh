@@ -179,6 +179,73 @@ rc=0; curl -sS -o /dev/null --max-time 5 --cacert ca.crt --cert rogue.crt --key 
   "https://$EXPORTER_ADDR/metrics" 2>/dev/null || rc=$?
 check "self-signed client certificate: refused (curl exit $rc)" test "$rc" -ne 0
 check "the exporter is still alive" kill -0 "$EXPORTER_PID"
+kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+
+log "SIGHUP reloads the web config: certificate rotation and a new password without a restart"
+cp server.crt rot.crt; cp server.key rot.key
+cat >rot.yml <<YML
+tls_server_config:
+  cert_file: rot.crt
+  key_file: rot.key
+basic_auth_users:
+  prometheus: $HASH
+YML
+start_exporter --web.config.file=rot.yml --no-collector.probes
+PID0=$EXPORTER_PID
+served_serial() {
+  openssl s_client -connect "$EXPORTER_ADDR" -servername localhost </dev/null 2>/dev/null | openssl x509 -noout -serial
+}
+# Waits for the n-th line of the log that matches $1 (reloads are asynchronous to the signal).
+wait_log() { local i; for i in $(seq 1 50); do [ "$(grep -cE "$1" "$E2E_WORK/exporter.log")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+old_serial=$(served_serial)
+check "serves the first certificate ($old_serial)" test "$old_serial" = "$(openssl x509 -noout -serial -in server.crt)"
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost \
+  -keyout server2.key -out server2.csr 2>/dev/null
+openssl x509 -req -in server2.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext \
+  -out server2.crt 2>/dev/null
+PASSWORD2=$(openssl rand -hex 12)
+HASH2=$(htpasswd -nbBC 10 prometheus "$PASSWORD2" | cut -d: -f2)
+cp server2.crt rot.crt; cp server2.key rot.key
+sed -i "s|prometheus: .*|prometheus: $HASH2|" rot.yml
+kill -HUP "$EXPORTER_PID"
+check "log: web configuration reloaded" wait_log 'msg="web configuration reloaded"' 1
+new_serial=$(served_serial)
+check "new connections get the rotated certificate ($new_serial)" \
+  test "$new_serial" = "$(openssl x509 -noout -serial -in server2.crt)"
+URL_ROT="https://$EXPORTER_ADDR/metrics"
+c=$(code -u "prometheus:$PASSWORD2" "$URL_ROT")
+check "new password after reload, rotated certificate verified by curl against the CA: 200 (got $c)" test "$c" = 200
+c=$(code -u "prometheus:$PASSWORD" "$URL_ROT")
+check "old password after reload: 401 (got $c)" test "$c" = 401
+reload_ok() { curl -s --cacert ca.crt -u "prometheus:$PASSWORD2" "$URL_ROT" |
+              awk '/^diskprobe_config_last_reload_successful /{print $2}'; }
+check "diskprobe_config_last_reload_successful 1 after the good reload" test "$(reload_ok)" = 1
+
+log "a bad web config on SIGHUP: refused with file:line:col, the running settings stay"
+cp rot.yml rot.good.yml
+printf 'tls_server_config:\n  cert_file: rot.crt\n  key_file: rot.key\n  min_versoin: TLS13\nbasic_auth_users:\n  prometheus: %s\n' \
+  "$HASH2" >rot.yml
+kill -HUP "$EXPORTER_PID"
+check "log: reload failed with rot.yml:4:3" wait_log 'web configuration reload failed.*rot.yml:4:3' 1
+c=$(code -u "prometheus:$PASSWORD2" "$URL_ROT")
+check "still 200 with the running password (got $c)" test "$c" = 200
+check "still the rotated certificate" test "$(served_serial)" = "$new_serial"
+check "diskprobe_config_last_reload_successful 0 after the refused reload" test "$(reload_ok)" = 0
+cp rot.good.yml rot.yml
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=other \
+  -keyout other.key -out other.crt 2>/dev/null
+cp other.key rot.key  # a key that does not match rot.crt
+kill -HUP "$EXPORTER_PID"
+check "log: a key that does not match the certificate is refused" wait_log 'reload failed.*key_file.*rot.key.*(mismatch|does not match)' 1
+check "still the rotated certificate after the mismatched key" test "$(served_serial)" = "$new_serial"
+cp server2.key rot.key
+printf 'basic_auth_users:\n  prometheus: %s\n' "$HASH2" >rot.yml
+kill -HUP "$EXPORTER_PID"
+check "log: turning TLS off needs a restart" wait_log 'reload refused: turning TLS or basic auth on or off' 1
+c=$(code -u "prometheus:$PASSWORD2" "$URL_ROT")
+check "still HTTPS with the running settings: 200 (got $c)" test "$c" = 200
+check "same process throughout (pid $PID0)" test "$EXPORTER_PID" = "$PID0"
+check "the exporter is still alive" kill -0 "$EXPORTER_PID"
 
 if [ "$FAILURES" -gt 0 ]; then
   echo "$FAILURES check(s) failed" >&2

@@ -148,6 +148,24 @@ TEST(BasicAuth, CacheIsBounded) {
   EXPECT_LE(auth.cached(), BasicAuth::kMaxCached);
 }
 
+TEST(BasicAuth, SetUsersReplacesUsersAndForgetsVerifiedCredentials) {
+  int verified = 0;
+  BasicAuth auth(Users{{"alice", "hash-a"}}, [&](std::string_view pw, const std::string& hash) {
+    ++verified;
+    return (hash == "hash-a" && pw == "old") || (hash == "hash-b" && pw == "new");
+  });
+  EXPECT_EQ(auth.Check(Basic("alice:old")), BasicAuth::Result::kOk);
+  EXPECT_EQ(auth.cached(), 1u);
+  auth.SetUsers(Users{{"alice", "hash-b"}, {"bob", "hash-b"}});
+  EXPECT_EQ(auth.cached(), 0u);
+  EXPECT_EQ(auth.Check(Basic("alice:old")), BasicAuth::Result::kDenied);  // the old password is gone
+  EXPECT_EQ(auth.Check(Basic("alice:new")), BasicAuth::Result::kOk);
+  EXPECT_EQ(auth.Check(Basic("bob:new")), BasicAuth::Result::kOk);
+  EXPECT_EQ(verified, 4);
+  auth.SetUsers(Users{{"bob", "hash-b"}});
+  EXPECT_EQ(auth.Check(Basic("alice:new")), BasicAuth::Result::kDenied);  // removed user
+}
+
 TEST(RequireBasicAuth, AnswersBeforeAnyRoute) {
   int reached = 0;
   Handler h = RequireBasicAuth(std::make_shared<BasicAuth>(std::vector<std::pair<std::string, std::string>>{

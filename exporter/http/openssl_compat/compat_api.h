@@ -38,6 +38,13 @@ enum diskprobe_client_auth {
 typedef void* (*diskprobe_ssl_ctx_new_fn)(const struct diskprobe_tls_options* opts, char* err, size_t err_size);
 typedef void (*diskprobe_ssl_ctx_free_fn)(void* ctx);
 
+// dp_compat_ssl_ctx_reload: builds a new context from opts and makes it the one every *new*
+// connection on `front` (a context from dp_compat_ssl_ctx_new, still owned by civetweb) uses:
+// certificate, key, client CAs, verify mode, version bounds. Running connections keep theirs.
+// 0 on success; -1 with a message in err, and the current context unchanged, on failure.
+typedef int (*diskprobe_ssl_ctx_reload_fn)(void* front, const struct diskprobe_tls_options* opts, char* err,
+                                           size_t err_size);
+
 // In the "libcrypto.so" compat library: dp_compat_hmac_sha256, HMAC-SHA256 (RFC 2104, FIPS 198-1)
 // of msg under key into out (32 bytes), then msg is cleansed (OPENSSL_cleanse). 0 on success, -1
 // on error.

@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 #include "compat_api.h"
@@ -75,16 +76,96 @@ SSL_CTX* Build(const diskprobe_tls_options& o, std::string* error) {
   return ctx;
 }
 
+// Certificate rotation (SIGHUP reload of --web.config.file). civetweb keeps the SSL_CTX it was
+// given at start (the "front" context) for its whole life. The front context carries a holder of
+// the *current* context; a ClientHello callback moves each new connection onto it before the
+// version and certificate are chosen (SSL_set_SSL_CTX: certificate, key, session id context; the
+// verify mode, client CA list and version bounds are per-SSL settings and copied over too).
+struct Holder {
+  std::mutex mu;
+  SSL_CTX* current;  // the front context itself until the first reload; then a reference we own
+};
+
+int HolderIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+int OnClientHello(SSL* s, int*, void* arg) {
+  auto* h = static_cast<Holder*>(arg);
+  SSL_CTX* cur;
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    cur = h->current;
+    SSL_CTX_up_ref(cur);
+  }
+  if (cur != SSL_get_SSL_CTX(s)) {
+    SSL_set_SSL_CTX(s, cur);
+    SSL_set_verify(s, SSL_CTX_get_verify_mode(cur), SSL_CTX_get_verify_callback(cur));
+    STACK_OF(X509_NAME)* cas = SSL_CTX_get_client_CA_list(cur);
+    SSL_set_client_CA_list(s, cas != nullptr ? SSL_dup_CA_list(cas) : nullptr);
+    SSL_set_min_proto_version(s, SSL_CTX_get_min_proto_version(cur));
+    SSL_set_max_proto_version(s, SSL_CTX_get_max_proto_version(cur));
+  }
+  SSL_CTX_free(cur);
+  return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+void CopyError(const std::string& error, char* err, size_t err_size) {
+  if (err != nullptr && err_size > 0) std::snprintf(err, err_size, "%s", error.c_str());
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) void* dp_compat_ssl_ctx_new(const diskprobe_tls_options* opts,
                                                                               char* err, size_t err_size) {
   std::string error;
   SSL_CTX* ctx = Build(*opts, &error);
-  if (ctx == nullptr && err != nullptr && err_size > 0) std::snprintf(err, err_size, "%s", error.c_str());
+  if (ctx == nullptr) {
+    CopyError(error, err, err_size);
+    return nullptr;
+  }
+  auto* h = new Holder{{}, ctx};
+  if (HolderIndex() < 0 || SSL_CTX_set_ex_data(ctx, HolderIndex(), h) != 1) {
+    delete h;
+    SSL_CTX_free(ctx);
+    CopyError("cannot attach the certificate holder: " + OpenSslError(), err, err_size);
+    return nullptr;
+  }
+  SSL_CTX_set_client_hello_cb(ctx, &OnClientHello, h);
   return ctx;
 }
 
+extern "C" __attribute__((visibility("default"))) int dp_compat_ssl_ctx_reload(void* front,
+                                                                               const diskprobe_tls_options* opts,
+                                                                               char* err, size_t err_size) {
+  auto* h = static_cast<Holder*>(SSL_CTX_get_ex_data(static_cast<SSL_CTX*>(front), HolderIndex()));
+  if (h == nullptr) {
+    CopyError("not a context made by dp_compat_ssl_ctx_new", err, err_size);
+    return -1;
+  }
+  std::string error;
+  SSL_CTX* next = Build(*opts, &error);
+  if (next == nullptr) {
+    CopyError(error, err, err_size);
+    return -1;
+  }
+  SSL_CTX* old;
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    old = h->current;
+    h->current = next;
+  }
+  if (old != front) SSL_CTX_free(old);  // connections moved onto it hold their own references
+  return 0;
+}
+
 extern "C" __attribute__((visibility("default"))) void dp_compat_ssl_ctx_free(void* ctx) {
-  SSL_CTX_free(static_cast<SSL_CTX *>(ctx));
+  auto* front = static_cast<SSL_CTX*>(ctx);
+  if (auto* h = static_cast<Holder*>(SSL_CTX_get_ex_data(front, HolderIndex()))) {
+    SSL_CTX_set_ex_data(front, HolderIndex(), nullptr);
+    if (h->current != front) SSL_CTX_free(h->current);
+    delete h;
+  }
+  SSL_CTX_free(front);
 }
