@@ -6,6 +6,10 @@
       series of the real card-like and USB-like devices), the total, samples/s for 10, 100 and
       1,000 nodes, and writes the node's full series list (fixture + probes renamed to mmcblk0
       and sda) to <out>, one JSON [name, labels] a line. Exit 1 when the total is over 500.
+  fleet_scale.py federation <series file> <federation.yml> <src dir>
+      Evaluates the match[] selectors of the federation example on the node's series and its
+      recording rules' output: every recording rule and every family the fleet-overview dashboard
+      uses must be selected; prints the series per node that cross. Exit 1 on a miss.
   fleet_scale.py relabel <series file> <remote-write.yml> <src dir>
       Applies the write_relabel_configs of the remote_write example to the node's series (an
       emulation of Prometheus relabelling: keep, drop, replace, labeldrop with anchored regexes)
@@ -229,6 +233,110 @@ def relabel_check(series_file, rw_file, src):
     return failures
 
 
+SELECTOR = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)?(?:\{(.*)\})?$')
+MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def selector(text):
+    """A series selector (name{label op "value", ...}) -> predicate on a labels dict with __name__."""
+    m = SELECTOR.match(text.strip())
+    if not m:
+        raise SystemExit(f"selector not understood: {text}")
+    matchers = [("__name__", "=", m.group(1))] if m.group(1) else []
+    body = m.group(2) or ""
+    pos = 0
+    while pos < len(body):
+        mm = MATCHER.match(body, pos)
+        if not mm:
+            raise SystemExit(f"matcher not understood: {body[pos:]}")
+        matchers.append((mm.group(1), mm.group(2), mm.group(3).replace('\\"', '"')))
+        pos = mm.end()
+
+    def pred(labels):
+        for name, op, value in matchers:
+            v = labels.get(name, "")
+            if op == "=" and v != value or op == "!=" and v == value:
+                return False
+            if op == "=~" and not re.fullmatch(value, v) or op == "!~" and re.fullmatch(value, v):
+                return False
+        return True
+    return pred
+
+
+def rule_outputs(node, src):
+    """The recording rules' series for this node: one per (device, probe) for the instance_device_probe
+    rules, one per SD card for the instance_device ones (their expressions' grouping)."""
+    pairs = {(l["device"], l["probe"]) for n, l in node if n == "diskprobe_probe_runs_total"}
+    sd = {l["device"] for n, l in node if n == "diskprobe_mmc_card_info" and l.get("type") == "SD"}
+    out = []
+    rdir = os.path.join(src, "deploy/prometheus/rules")
+    for f in sorted(os.listdir(rdir)):
+        for g in yaml.safe_load(open(os.path.join(rdir, f), encoding="utf-8"))["groups"]:
+            for r in g["rules"]:
+                if "record" not in r:
+                    continue
+                level = r["record"].split(":")[0]
+                if level == "instance_device_probe":
+                    out += [(r["record"], {"device": d, "probe": p}) for d, p in sorted(pairs)]
+                elif level == "instance_device":
+                    out += [(r["record"], {"device": d}) for d in sorted(sd)]
+                else:
+                    raise SystemExit(f"recording rule level {level} not known here")
+    return out
+
+
+def federation_check(series_file, fed_file, src):
+    node = [tuple(json.loads(line)) for line in open(series_file, encoding="utf-8")]
+    job = yaml.safe_load(open(fed_file, encoding="utf-8"))["scrape_configs"][0]
+    preds = [selector(t) for t in job["params"]["match[]"]]
+    target = {"job": "diskprobe", "instance": "pi-kitchen"}
+    rules = rule_outputs(node, src)
+    every = [dict(l, __name__=n, **target) for n, l in node + rules] + [dict(target, __name__="up")]
+    picked = [l for l in every if any(p(l) for p in preds)]
+    n_raw = sum(1 for l in picked if l["__name__"].startswith("diskprobe_"))
+    n_rules = sum(1 for l in picked if ":" in l["__name__"])
+    print(f"federation: {len(picked)} of {len(every)} series of a node cross ({n_raw} exporter series, "
+          f"{n_rules} recording rule series, up)")
+    print(f"FEDERATED={len(picked)}")
+    print(f"RULE_SERIES={len(rules)}")
+    failures = 0
+    picked_names = {l["__name__"] for l in picked}
+    missing_rules = sorted({n for n, _ in rules} - picked_names)
+    if missing_rules:
+        print(f"FAIL: recording rules not federated: {missing_rules}")
+        failures += 1
+    sys.path.insert(0, os.path.join(src, "tests/dashboards"))
+    import dashboards_lint  # noqa: E402
+    exprs = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if o.get("type") == "datasource":
+                return
+            for k, v in o.items():
+                if k in ("expr", "query") and isinstance(v, str):
+                    exprs.append(v)
+                elif k == "query" and isinstance(v, dict) and isinstance(v.get("query"), str):
+                    exprs.append(v["query"])
+                else:
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(json.load(open(os.path.join(src, "dashboards/fleet-overview.json"), encoding="utf-8")))
+    used = set()
+    for e in exprs:
+        used |= dashboards_lint.metric_names(re.sub(r"^\s*label_values\((.*?)(,\s*\w+)?\)\s*$", r"\1", e))
+    # Judged by name: a family is federated when a selector takes its series with any labels.
+    missing = sorted(n for n in used if not any(p(dict(target, __name__=n)) for p in preds))
+    if missing:
+        print(f"FAIL: the fleet-overview dashboard reads families federation does not bring: {missing}")
+        failures += 1
+    else:
+        print(f"ok: every family the fleet-overview dashboard reads is federated ({len(used)})")
+    return failures
+
+
 def main(argv):
     if argv[1] == "count":
         total, full = count(argv[2], argv[3], argv[4], argv[5], float(argv[6]))
@@ -236,6 +344,8 @@ def main(argv):
             for name, labels in full:
                 f.write(json.dumps([name, labels]) + "\n")
         return 0 if total <= 500 else 1
+    if argv[1] == "federation":
+        return 1 if federation_check(argv[2], argv[3], argv[4]) else 0
     if argv[1] == "relabel":
         return 1 if relabel_check(argv[2], argv[3], argv[4]) else 0
     raise SystemExit(__doc__)

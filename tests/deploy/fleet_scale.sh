@@ -21,7 +21,8 @@
 #      the last_* gauges exist).
 # Then the Prometheus examples the "Fleet scale" section includes are checked: promtool check
 # config on deploy/prometheus/remote-write.example.yml and federation.example.yml, the docs quote
-# them verbatim, the federation match[] selects every recording rule, and the node's series go
+# them verbatim, the federation match[] selects every recording rule and every family the
+# fleet-overview dashboard reads (the count per node is printed), and the node's series go
 # through the remote_write relabelling (emulated in fleet_scale.py): every metric the dashboards
 # and the rules use keeps series, the alert thresholds' buckets and +Inf stay.
 # Needs root (loop devices, mount) and losetup, mkfs.ext4, promtool, python3 with PyYAML: skips
@@ -138,14 +139,25 @@ for f in remote-write.example.yml federation.example.yml; do
 doc = open(sys.argv[1]).read(); body = open(sys.argv[2]).read().strip()
 sys.exit(0 if "```yaml\n" + body + "\n```" in doc else 1)' "$SRC/docs/operations.md" "$f.body"
 done
-check "federation match[] selects every recording rule of deploy/prometheus/rules" python3 -c 'import re, sys, yaml, glob
-fed = yaml.safe_load(open(sys.argv[1]))["scrape_configs"][0]["params"]["match[]"][0]
-regex = re.search(r"__name__=~\"([^\"]+)\"", fed).group(1)
-names = [r["record"] for f in glob.glob(sys.argv[2] + "/*.yml") for g in yaml.safe_load(open(f))["groups"]
-         for r in g["rules"] if "record" in r]
-bad = [n for n in names if not re.fullmatch(regex, n)]
-print("  %d recording rules, not selected: %s" % (len(names), bad or "none"))
-sys.exit(1 if bad or not names else 0)' "$SRC/deploy/prometheus/federation.example.yml" "$SRC/deploy/prometheus/rules"
+if python3 "$SRC/tests/deploy/fleet_scale.py" federation series.jsonl "$SRC/deploy/prometheus/federation.example.yml" "$SRC" \
+   | tee federation.txt; then
+  ok "federation: match[] selects every recording rule and every family of the fleet overview"
+else
+  fail "federation selectors"
+fi
+# The check can fail: without the fleet-overview families the dashboard would be half empty.
+grep -v '{job="diskprobe",__name__=~' "$SRC/deploy/prometheus/federation.example.yml" >broken-fed.yml
+if python3 "$SRC/tests/deploy/fleet_scale.py" federation series.jsonl broken-fed.yml "$SRC" >broken-fed.txt; then
+  fail "negative: federation of the recording rules alone passed the fleet-overview check"
+else
+  ok "negative: federation of the recording rules alone is refused ($(grep -o 'reads families.*' broken-fed.txt | cut -c1-60)...)"
+fi
+FEDERATED=$(sed -n 's/^FEDERATED=//p' federation.txt)
+RULES=$(sed -n 's/^RULE_SERIES=//p' federation.txt)
+check "docs/operations.md states the series per node with Prometheus' own and the rules ($TOTAL + 5 + $RULES)" \
+  grep -q "$TOTAL + 5 + $RULES = $((TOTAL + 5 + RULES)) series" "$SRC/docs/operations.md"
+check "docs/operations.md states the series per node federation brings ($FEDERATED)" \
+  grep -q "$FEDERATED series per node" "$SRC/docs/operations.md"
 if python3 "$SRC/tests/deploy/fleet_scale.py" relabel series.jsonl "$SRC/deploy/prometheus/remote-write.example.yml" "$SRC" \
    | tee relabel.txt; then
   ok "remote_write relabelling keeps what the dashboards and rules need"
