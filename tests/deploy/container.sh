@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# The container image (deploy/container/Containerfile), built and run offline:
+#  1. a Debian 12 base image made locally from the debootstrap root (no registry here): a slim
+#     copy (no docs, man pages, locales, apt lists; dpkg told to skip them too, like the official
+#     slim image) committed with `buildah from scratch`;
+#  2. the amd64 .deb from CPack, the image built from the Containerfile with buildah
+#     (--platform linux/amd64, BASE=<that base>); its user, entrypoint, port, OCI labels and the
+#     binary's file capabilities checked; its size printed;
+#  3. the image run with podman exactly as deploy/kubernetes/daemonset.yaml runs it: the init
+#     container, then the exporter with the DaemonSet's args, user, privileged flag, read-only root
+#     and mounts, all read from the manifest (tests/deploy/kubernetes/check_manifests.py), so the
+#     two cannot drift. Only host paths with nothing to show on this machine are swapped: the
+#     probe directory is an ext4 filesystem on an emulated card (loop device), /boot is a copy of
+#     a Pi 4 fixture, and the ConfigMap's config gets short probe intervals and the card as the
+#     only device. Scraping the container's IP (as Prometheus scrapes a pod IP) must show
+#     diskprobe_build_info, block series of the card, a successful randread (raw device read as
+#     uid 29100 through the device cgroup and cap_dac_read_search), successful write probes in the
+#     probe directory (the init container's chown), the kernel log collector (cap_syslog, with
+#     kernel.dmesg_restrict=1 here), the host's mount table, the boot config; the process runs as
+#     29100 with exactly the two capabilities; its RSS is printed.
+# Needs root, buildah, podman with runc (crun cannot run containers on this machine's hybrid
+# cgroup layout), cpack, losetup/mkfs.ext4, python3-yaml, curl. Storage: <build>/container-storage
+# (vfs driver, chroot isolation: no overlay or user namespaces needed), kept between runs for the
+# base image; the test's image and containers are removed at the end.
+# Missing tools: skip (77) outside CI, fail under CI=true.
+# Usage: container.sh <build directory>
+set -euo pipefail
+BUILD=$(realpath "$1")
+SELF=$(realpath "$0")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+cd "$E2E_WORK"
+
+why=""
+[ "$(id -u)" -eq 0 ] || why="not root"
+for tool in buildah podman cpack losetup mkfs.ext4 python3 curl getcap; do
+  command -v "$tool" >/dev/null || why="${why:+$why, }no $tool"
+done
+python3 -c 'import yaml' 2>/dev/null || why="${why:+$why, }no python3-yaml"
+RUNTIME=$(command -v runc || true)
+[ -n "$RUNTIME" ] || why="${why:+$why, }no runc"
+if [ -n "$why" ]; then
+  [ "${CI:-}" = true ] && { echo "FAIL: container test impossible under CI: $why" >&2; exit 1; }
+  echo "SKIP: $why"; exit 77
+fi
+
+CS=$BUILD/container-storage
+mkdir -p "$CS/tmp"
+B() { buildah --root "$CS/root" --runroot "$CS/run" --storage-driver vfs "$@"; }
+P() { podman --root "$CS/root" --runroot "$CS/run" --storage-driver vfs --tmpdir "$CS/tmp" \
+        --runtime "$RUNTIME" --cgroup-manager cgroupfs --events-backend file "$@"; }
+# podman asks for RLIMIT_NOFILE/NPROC above this machine's hard limits unless told (and podman
+# runs itself with NPROC 32768, whatever the shell has).
+ULIMITS=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=4096:4096")
+IMAGE=localhost/diskprobe-exporter:test-$$
+CTRS=()
+LOOP=""
+container_cleanup() {
+  local c
+  for c in "${CTRS[@]}"; do P rm -f -t 2 "$c" >/dev/null 2>&1 || true; done
+  B rmi -f "$IMAGE" >/dev/null 2>&1 || true
+  B rm --all >/dev/null 2>&1 || true
+  B rmi --prune >/dev/null 2>&1 || true   # earlier base images, replaced when the root changed
+  if [ -n "$LOOP" ]; then
+    umount "$E2E_WORK/probe" 2>/dev/null || true
+    losetup -d "$LOOP" 2>/dev/null || true
+  fi
+  cleanup
+}
+trap container_cleanup EXIT
+
+log "1. base image from the debootstrap root"
+ROOT=$BUILD/deb-test-root
+if [ ! -x "$ROOT/bin/sh" ]; then
+  command -v debootstrap >/dev/null || { echo "FAIL: no $ROOT and no debootstrap" >&2; exit 1; }
+  rm -rf "$ROOT.tmp"
+  debootstrap --variant=minbase bookworm "$ROOT.tmp" http://deb.debian.org/debian >debootstrap.log 2>&1 ||
+    { tail -20 debootstrap.log >&2; exit 1; }
+  mv "$ROOT.tmp" "$ROOT"
+fi
+BASE=localhost/diskprobe-test-base:bookworm-slim
+STAMP=$(stat -c %Y "$ROOT/var/lib/dpkg/status")-$(sha256sum "$SELF" | cut -c1-12)
+have=$(B inspect --type image --format '{{index .ImageAnnotations "diskprobe.test.stamp"}}' "$BASE" 2>/dev/null || true)
+if [ "$have" != "$STAMP" ]; then
+  t0=$(date +%s)
+  ctr=$(B from scratch)
+  mnt=$(B mount "$ctr")
+  # What the official debian:bookworm-slim leaves out, and the state of the chroot tests.
+  tar -C "$ROOT" --numeric-owner \
+    --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' --exclude='./usr/share/info/*' \
+    --exclude='./usr/share/locale/*' --exclude='./usr/share/lintian/*' --exclude='./var/lib/apt/lists/*' \
+    --exclude='./var/cache/apt/*' --exclude='./var/log/*' --exclude='./tmp/*' --exclude='./proc/*' \
+    --exclude='./sys/*' --exclude='./dev/*' --exclude='./run/*' --exclude='./etc/resolv.conf' -cf - . |
+    tar -C "$mnt" --numeric-owner -xpf -
+  mkdir -p "$mnt/etc/dpkg/dpkg.cfg.d"
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' \
+    'path-exclude /usr/share/lintian/*' >"$mnt/etc/dpkg/dpkg.cfg.d/slim"
+  B umount "$ctr" >/dev/null
+  B config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd /bin/bash \
+    --annotation "diskprobe.test.stamp=$STAMP" "$ctr"
+  B commit -q --rm "$ctr" "$BASE" >/dev/null
+  ok "base image $BASE made in $(( $(date +%s) - t0 )) s"
+else
+  ok "base image $BASE reused (root unchanged)"
+fi
+
+log "2. build the image from deploy/container/Containerfile (linux/amd64)"
+mkdir -p ctx
+(cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$E2E_WORK/pkg" >cpack.log 2>&1) || { cat cpack.log >&2; exit 1; }
+cp "$E2E_WORK"/pkg/diskprobe-exporter_*_amd64.deb ctx/
+printf 'package: %s\n' "$(basename ctx/*.deb)"
+REVISION=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+VERSION=$(sed -n 's/^project(diskprobe_exporter VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
+t0=$(date +%s)
+if B build --isolation chroot --pull=never --platform linux/amd64 \
+     --build-arg "BASE=$BASE" --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
+     -f "$SRC/deploy/container/Containerfile" -t "$IMAGE" ctx >build.log 2>&1; then
+  ok "buildah build in $(( $(date +%s) - t0 )) s"
+else
+  fail "buildah build"; tail -30 build.log >&2; exit 1
+fi
+grep -E 'cap_dac_read_search|^diskprobe_exporter ' build.log | sed 's/^/  /'
+SIZE=$(P image inspect --format '{{.Size}}' "$IMAGE")
+printf 'image %s: %s bytes (%s MiB), base %s MiB\n' "$IMAGE" "$SIZE" "$(( SIZE / 1048576 ))" \
+  "$(( $(P image inspect --format '{{.Size}}' "$BASE") / 1048576 ))"
+B inspect --type image "$IMAGE" >inspect.json
+python3 - inspect.json "$VERSION" "$REVISION" >inspect.txt <<'EOF' || true
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["OCIv1"]["config"]
+labels = c.get("Labels") or {}
+checks = [
+    ("user is 29100:29100", c.get("User") == "29100:29100"),
+    ("entrypoint is the exporter", c.get("Entrypoint") == ["/usr/bin/diskprobe_exporter"]),
+    ("exposes 29100/tcp", "29100/tcp" in (c.get("ExposedPorts") or {})),
+    ("architecture amd64", d["OCIv1"].get("architecture") == "amd64"),
+    (f"OCI labels version={labels.get('org.opencontainers.image.version')} revision={labels.get('org.opencontainers.image.revision')}",
+     labels.get("org.opencontainers.image.version") == sys.argv[2] and labels.get("org.opencontainers.image.revision") == sys.argv[3]
+     and labels.get("org.opencontainers.image.title") == "diskprobe_exporter"),
+]
+for what, good in checks:
+    print(("ok " if good else "FAIL ") + what)
+EOF
+while read -r verdict what; do
+  if [ "$verdict" = ok ]; then ok "image config: $what"; else fail "image config: $what"; fi
+done <inspect.txt
+ctr=$(B from --pull=never "$IMAGE")
+mnt=$(B mount "$ctr")
+CAPS=$(getcap "$mnt/usr/bin/diskprobe_exporter" | sed 's/.* //')
+check "binary file capabilities: $CAPS" test "$CAPS" = "cap_dac_read_search,cap_syslog=ep"
+check "no apt lists, no .deb and no libcap2-bin left in the image" bash -c \
+  "[ -z \"\$(ls -A '$mnt/var/lib/apt/lists' 2>/dev/null | grep -v '^partial$' | grep -v '^lock$')\" ] &&
+   ! ls '$mnt'/tmp/debs >/dev/null 2>&1 && [ ! -e '$mnt/sbin/setcap' ] && [ ! -e '$mnt/usr/sbin/setcap' ]"
+check "user diskprobe is 29100, not in group disk" bash -c \
+  "grep -q '^diskprobe:x:29100:29100:' '$mnt/etc/passwd' && ! grep -qE '^disk:.*diskprobe' '$mnt/etc/group'"
+B umount "$ctr" >/dev/null; B rm "$ctr" >/dev/null
+
+log "2b. the file capabilities' contract"
+# Without both capabilities in the bounding set the kernel refuses to exec the binary (its file
+# capabilities have the effective bit); with them, as the plain non-root user, it runs.
+if P run --rm "${ULIMITS[@]}" "$IMAGE" --version >nocaps.log 2>&1; then
+  fail "the image ran without CAP_DAC_READ_SEARCH/CAP_SYSLOG in the bounding set (file capabilities lost?)"
+else
+  ok "default capabilities: exec refused: $(grep -o 'operation not permitted' nocaps.log | head -n1)"
+fi
+if P run --rm "${ULIMITS[@]}" --cap-add DAC_READ_SEARCH --cap-add SYSLOG "$IMAGE" --version >caps.log 2>&1; then
+  ok "--cap-add DAC_READ_SEARCH --cap-add SYSLOG: $(head -n1 caps.log)"
+else
+  fail "--cap-add DAC_READ_SEARCH --cap-add SYSLOG: $(tail -n1 caps.log)"
+fi
+
+log "3. run it as deploy/kubernetes/daemonset.yaml does"
+# An emulated card: its ext4 filesystem is the probe directory (the one writable host path).
+truncate -s 96M card.img
+LOOP=$(losetup -f --show --direct-io=on card.img)
+CARD=${LOOP#/dev/}
+mkfs.ext4 -q -F "$LOOP"
+mkdir -p probe && mount -o noatime "$LOOP" probe
+mkdir -p boot && cp -r "$SRC/tests/fixtures/roots/pi4/boot/." boot/
+# The DaemonSet's container spec, with the host paths this machine cannot offer swapped.
+python3 - "$SRC" "$E2E_WORK" "$CARD" >spec.sh <<'EOF'
+import shlex, sys, yaml
+src, work, card = sys.argv[1:4]
+sys.path.insert(0, f"{src}/tests/deploy/kubernetes")
+import check_manifests as cm
+k8s = f"{src}/deploy/kubernetes"
+args, binds, tmpfs, (uid, gid), privileged, port = cm.container_run_spec(k8s)
+objs = cm.load_all(k8s)
+ds = objs["DaemonSet"][0]
+init = ds["spec"]["template"]["spec"]["initContainers"][0]
+swap = {"/var/lib/diskprobe_exporter": f"{work}/probe", "/boot": f"{work}/boot"}
+cfg = yaml.safe_load(cm.config_text(k8s))
+cfg["devices"]["include"] = [card]
+for probe, s in cfg["probes"]["defaults"].items():
+    s["interval"] = "2s"
+cfg["probes"]["defaults"]["seqread"].update(size="1MiB")
+with open(f"{work}/config.yml", "w") as fh:
+    yaml.safe_dump(cfg, fh)
+vols = []
+for host, ctr, ro in binds:
+    if host.startswith("configMap:"):
+        host = f"{work}/configmap"
+        import os
+        os.makedirs(host, exist_ok=True)
+        os.replace(f"{work}/config.yml", f"{host}/config.yml")
+    host = swap.get(host, host)
+    vols += ["-v", f"{host}:{ctr}" + (":ro" if ro else "")]
+run = ["--user", f"{uid}:{gid}", "--read-only"] + (["--privileged"] if privileged else [])
+for t in tmpfs:
+    run += ["--tmpfs", f"{t}:rw,mode=1777,size=1m"]
+isc = init["securityContext"]
+initrun = ["--user", f"{isc['runAsUser']}:{isc['runAsGroup']}", "--read-only", "--cap-drop", "ALL",
+           "--security-opt", "no-new-privileges", "--security-opt", "seccomp=/usr/share/containers/seccomp.json"]
+for c in isc["capabilities"].get("add", []):
+    initrun += ["--cap-add", c]
+probe_mount = next(m for m in init["volumeMounts"])
+initrun += ["-v", f"{work}/probe:{probe_mount['mountPath']}", "--entrypoint", init["command"][0]]
+print("RUN_OPTS=(" + " ".join(map(shlex.quote, run + vols)) + ")")
+print("EXPORTER_ARGS=(" + " ".join(map(shlex.quote, args)) + ")")
+print("INIT_OPTS=(" + " ".join(map(shlex.quote, initrun)) + ")")
+print("INIT_ARGS=(" + " ".join(map(shlex.quote, init["command"][1:])) + ")")
+print(f"PORT={port}")
+EOF
+source spec.sh
+[ -f /usr/share/containers/seccomp.json ] || INIT_OPTS=("${INIT_OPTS[@]/seccomp=*/seccomp=unconfined}")
+printf '  init:     podman run %s IMAGE %s\n' "${INIT_OPTS[*]}" "${INIT_ARGS[*]}"
+printf '  exporter: podman run %s IMAGE %s\n' "${RUN_OPTS[*]}" "${EXPORTER_ARGS[*]}"
+
+if P run --rm "${ULIMITS[@]}" "${INIT_OPTS[@]}" "$IMAGE" "${INIT_ARGS[@]}" >init.log 2>&1; then
+  ok "init container: probe directory now $(stat -c '%u:%g %a' probe)"
+else
+  fail "init container"; cat init.log >&2
+fi
+check "probe directory owned by 29100:29100, mode 700" test "$(stat -c '%u:%g %a' probe)" = "29100:29100 700"
+
+NAME=diskprobe-test-$$
+CTRS+=("$NAME")
+if ! P run -d --name "$NAME" "${ULIMITS[@]}" "${RUN_OPTS[@]}" "$IMAGE" "${EXPORTER_ARGS[@]}" >run.log 2>&1; then
+  fail "podman run"; cat run.log >&2; exit 1
+fi
+IP=$(P inspect --format '{{.NetworkSettings.IPAddress}}' "$NAME")
+URL=http://$IP:$PORT
+for i in $(seq 1 100); do curl -sf "$URL/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+check "GET $URL/-/healthy: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/healthy"
+check "GET $URL/-/ready: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/ready"
+# Every probe runs every 2 s from a random start within one interval: 8 s gives each a few runs.
+sleep 8
+curl -sS --max-time 5 "$URL/metrics" >metrics.txt || true
+P logs "$NAME" >exporter.log 2>&1 || true
+val() { awk -v re="^$1 " '$0 ~ re { print $NF; exit }' metrics.txt; }
+check "diskprobe_build_info: $(grep '^diskprobe_build_info' metrics.txt | head -n1)" grep -q '^diskprobe_build_info{' metrics.txt
+check "block series of the card $CARD: $(grep -c "^diskprobe_block_.*device=\"$CARD\"" metrics.txt) samples" \
+  grep -q "^diskprobe_block_reads_completed_total{device=\"$CARD\"}" metrics.txt
+for probe in randread seqread write fsync verify; do
+  n=$(val "diskprobe_probe_runs_total\\{device=\"$CARD\",probe=\"$probe\",result=\"ok\"\\}")
+  check "$probe probe ok runs on $CARD: ${n:-none}" test "${n:-0}" -ge 1 2>/dev/null
+done
+for c in block_stat kmsg mounts boot_config probes; do
+  v=$(val "diskprobe_collector_success\\{collector=\"$c\"\\}")
+  check "collector $c success: ${v:-absent}" test "${v:-0}" = 1
+done
+check "boot config read from the mounted /boot: $(grep -m1 '^diskprobe_boot_sd_config_info' metrics.txt | cut -c1-120)" \
+  grep -q '^diskprobe_boot_sd_config_info' metrics.txt
+check "no probe errors: sum of diskprobe_probe_errors_total = $(awk '/^diskprobe_probe_errors_total/ {s += $NF} END {print s + 0}' metrics.txt)" \
+  bash -c "! grep -q '^diskprobe_probe_errors_total.* [1-9]' metrics.txt"
+# The host's mount table (/host/proc/1/mountinfo, no hostPID): the card's filesystem appears at its
+# host mount point, not at the pod's /var/lib/diskprobe_exporter.
+check "host mount table: $(grep -m1 "^diskprobe_filesystem_read_only{device=\"$CARD\"" metrics.txt)" \
+  grep -q "^diskprobe_filesystem_read_only{device=\"$CARD\".*mountpoint=\"$E2E_WORK/probe\"" metrics.txt
+
+PID=$(P inspect --format '{{.State.Pid}}' "$NAME")
+STATUS=$(cat "/proc/$PID/status")
+UIDS=$(awk '/^Uid:/ {print $2, $3, $4, $5}' <<<"$STATUS")
+CAPEFF=$(awk '/^CapEff:/ {print $2}' <<<"$STATUS")
+# cap_dac_read_search = bit 2, cap_syslog = bit 34.
+check "exporter runs as uid 29100 (Uid: $UIDS)" test "$UIDS" = "29100 29100 29100 29100"
+check "effective capabilities are exactly dac_read_search + syslog (CapEff $CAPEFF)" \
+  test "$((16#$CAPEFF))" = "$(( (1 << 2) | (1 << 34) ))"
+if P exec "$NAME" /bin/sh -c ': >/x' 2>ro.err; then fail "root filesystem is writable"; else
+  ok "root filesystem is read-only: $(head -n1 ro.err)"; fi
+if P exec "$NAME" /bin/sh -c ": >>/dev/$CARD" 2>wr.err; then fail "/dev/$CARD opened for writing from inside"; else
+  ok "/dev/$CARD cannot be opened for writing as uid 29100: $(head -n1 wr.err)"; fi
+RSS=$(awk '/^VmRSS:/ {print $2}' <<<"$STATUS")
+printf 'exporter RSS in the container after the probe runs and a scrape: %s KiB (DaemonSet requests 16Mi, limit 64Mi)\n' "$RSS"
+check "RSS under the DaemonSet's memory request (16 MiB): $RSS KiB" test "$RSS" -lt 16384
+if [ "$FAILURES" -gt 0 ]; then
+  echo "--- exporter log"; tail -30 exporter.log
+  echo "--- metrics (diskprobe_probe_runs_total, collector_success)"
+  grep -E '^diskprobe_(probe_runs_total|collector_success|probe_errors_total)' metrics.txt | head -40
+fi
+P stop -t 5 "$NAME" >/dev/null 2>&1 || true
+P logs "$NAME" >exporter.log 2>&1 || true
+check "SIGTERM: exporter stopped cleanly (exit code $(P inspect --format '{{.State.ExitCode}}' "$NAME"))" bash -c \
+  "grep -q 'msg=stopped' exporter.log && [ '$(P inspect --format '{{.State.ExitCode}}' "$NAME")' = 0 ]"
+
+log "3b. the documented alternative without privileged: what the device cgroup stops"
+NAME2=diskprobe-test-unpriv-$$
+CTRS+=("$NAME2")
+UNPRIV=()
+for o in "${RUN_OPTS[@]}"; do [ "$o" = --privileged ] || UNPRIV+=("$o"); done
+if P run -d --name "$NAME2" "${ULIMITS[@]}" "${UNPRIV[@]}" --cap-drop ALL --cap-add DAC_READ_SEARCH \
+     --cap-add SYSLOG "$IMAGE" "${EXPORTER_ARGS[@]}" >run2.log 2>&1; then
+  URL2=http://$(P inspect --format '{{.NetworkSettings.IPAddress}}' "$NAME2"):$PORT
+  for i in $(seq 1 100); do curl -sf "$URL2/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+  sleep 5
+  curl -sS --max-time 5 "$URL2/metrics" >metrics2.txt || true
+  e=$(awk -v re="^diskprobe_probe_errors_total\\{device=\"$CARD\",probe=\"randread\",reason=\"eacces\"\\} " '$0 ~ re {print $NF}' metrics2.txt)
+  w=$(awk -v re="^diskprobe_probe_runs_total\\{device=\"$CARD\",probe=\"write\",result=\"ok\"\\} " '$0 ~ re {print $NF}' metrics2.txt)
+  k=$(awk '/^diskprobe_collector_success\{collector="kmsg"\}/ {print $NF}' metrics2.txt)
+  check "unprivileged: randread refused by the device cgroup (eacces errors: ${e:-none})" test "${e:-0}" -ge 1
+  check "unprivileged: kmsg collector fails (success ${k:-absent})" test "${k:-1}" = 0
+  check "unprivileged: write probes still work (ok runs: ${w:-none})" test "${w:-0}" -ge 1
+else
+  fail "podman run without privileged"; cat run2.log >&2
+fi
+
+if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all container checks passed"
