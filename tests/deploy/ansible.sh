@@ -16,10 +16,10 @@
 #     started: systemd is not running in a chroot, the role's `auto` start mode sees that),
 #     file_sd JSON lists every inventory host of `pis` (also one left out with --limit) with its
 #     port and labels and passes `promtool check config`; the exporter started with the drop-in's
-#     ExecStart answers HTTPS + basic auth with 200. A second run reports changed=0; a changed
-#     variable changes the file and notifies the reload handler; a bad variable fails at the
-#     validate step and leaves the old config.yml in place; armv6l and other architectures fail
-#     with their messages.
+#     ExecStart answers HTTPS + basic auth with 200. A second run, and one with --check, report
+#     changed=0; a changed variable changes the file and notifies the reload handler; a bad
+#     variable fails at the validate step and leaves the old config.yml in place; armv6l and
+#     other architectures fail with their messages.
 # Needs: ansible (ansible-core 2.14, community.general), ansible-lint, promtool, dpkg-scanpackages,
 # openssl, htpasswd, curl; root (chroot, mounts) and the Debian mirror (apt in the roots). Skips
 # (77) without root outside CI after the lint part; under CI=true that fails.
@@ -181,6 +181,7 @@ all:
         pi-repo.test:
           ansible_host: $R2
           diskprobe_exporter_apt_repository: "deb [trusted=yes] file:/srv/diskprobe-repo ./"
+          diskprobe_exporter_apt_state: latest
           diskprobe_exporter_port: $PORT2
           diskprobe_exporter_extra_args: ["--no-collector.kmsg"]
           diskprobe_exporter_scrape_host: pi-repo.example.net
@@ -304,16 +305,24 @@ for h in pi-deb.test pi-repo.test; do
   check "$h: second run changed=$(recap again.log $h changed) (ok=$(recap again.log $h ok))" test "$(recap again.log $h changed)" = 0
 done
 
-log "run 3: a changed variable, and the service disabled behind Ansible's back"
+log "run 3: --check --diff on the installed hosts (what an operator runs before a roll-out)"
+play check 0 --check --diff
+for h in pi-deb.test pi-repo.test; do
+  check "$h: check mode predicts changed=$(recap check.log $h changed)" test "$(recap check.log $h changed)" = 0
+done
+
+log "run 4: a changed variable (--diff), and the service disabled behind Ansible's back"
 chroot "$R1" systemctl disable diskprobe_exporter.service >/dev/null 2>&1
 check "disabled: the wants symlink is gone" test ! -e "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
-play change 0 --limit pi-deb.test -e diskprobe_exporter_write_budget_per_day=32MiB
+play change 0 --limit pi-deb.test --diff -e diskprobe_exporter_write_budget_per_day=32MiB
+echo "the diff Ansible printed for config.yml:"
+grep -E '^[-+]  write_budget_per_day' change.log | sed 's/^/  /'
 check "pi-deb.test: changed=$(recap change.log pi-deb.test changed) (config and enable)" test "$(recap change.log pi-deb.test changed)" = 2
 check "config.yml now says 32MiB" grep -qx '  write_budget_per_day: "32MiB"' "$R1/etc/diskprobe_exporter/config.yml"
 check "enabled again by the role" test -L "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
 check "the reload handler was notified (and skipped: not started here)" grep -q 'RUNNING HANDLER \[diskprobe_exporter : Reload diskprobe_exporter\]' change.log
 
-log "run 4: a bad variable"
+log "run 5: a bad variable"
 before=$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")
 play bad fail --limit pi-deb.test -e '{"diskprobe_exporter_probe_defaults": {"randread": {"interval": "fast"}}}'
 failed_task=$(awk '/^TASK \[/ { t = $0; sub(/^TASK \[/, "", t); sub(/\] \**$/, "", t) } /^fatal: \[pi-deb.test\]/ { print t }' bad.log)
@@ -322,7 +331,7 @@ check "the validator's message is in the output: $(grep -o 'probes.defaults.rand
   grep -q 'failed to validate.*probes.defaults.randread.interval: invalid duration' bad.log
 check "the old config.yml is in place (sha256 unchanged)" test "$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")" = "$before"
 
-log "run 5-7: architectures"
+log "run 6-8: architectures"
 play armv6 fail --limit pi-deb.test -e ansible_architecture=armv6l
 check "armv6l refused: $(grep -o 'does not support ARMv6 ([^)]*)' armv6.log | head -n1)" grep -q 'Raspberry Pi 1 A/B/A+/B+, Zero, Zero W or Compute Module 1' armv6.log
 play arm32 fail --limit pi-deb.test -e ansible_architecture=aarch64 -e ansible_userspace_bits=32
@@ -330,6 +339,15 @@ check "aarch64 kernel + 32-bit userland maps to armhf (then dpkg, which says amd
   grep -q 'say armhf, but dpkg installs amd64' arm32.log
 play riscv fail --limit pi-deb.test -e ansible_architecture=riscv64
 check "riscv64 refused: no package for the architecture" grep -q 'no package for the architecture riscv64' riscv.log
+
+log "run 9-10: the package directory"
+play nodeb fail --limit pi-deb.test -e diskprobe_exporter_deb_dir=$E2E_WORK/empty
+check "no package for the architecture in the directory: clear message" \
+  grep -q "No diskprobe-exporter_\*_amd64.deb in $E2E_WORK/empty on the controller" nodeb.log
+mkdir -p two && cp "$DEB" two/ && cp "$DEB" two/diskprobe-exporter_0.0.1_amd64.deb
+play twodebs fail --limit pi-deb.test -e diskprobe_exporter_deb_dir=$E2E_WORK/two
+check "two versions in the directory: asks for diskprobe_exporter_version" \
+  grep -q 'Several packages match.*Set diskprobe_exporter_version' twodebs.log
 
 echo "total: $(( $(date +%s) - T0 )) s"
 if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
