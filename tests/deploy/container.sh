@@ -244,9 +244,21 @@ URL=http://$IP:$PORT
 for i in $(seq 1 100); do curl -sf "$URL/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
 check "GET $URL/-/healthy: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/healthy"
 check "GET $URL/-/ready: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/ready"
-# Every probe runs every 2 s from a random start within one interval: 8 s gives each a few runs.
-sleep 8
-curl -sS --max-time 5 "$URL/metrics" >metrics.txt || true
+# Every probe runs every 2 s from a random start within one interval; a run is skipped while the
+# card is busy. Scrape until each probe kind has an ok run (or 30 s passed).
+all_probes_ran() {
+  local p
+  for p in randread seqread write fsync verify; do
+    grep -q "^diskprobe_probe_runs_total{device=\"$CARD\",probe=\"$p\",result=\"ok\"} [1-9]" "$1" || return 1
+  done
+}
+t0=$(date +%s)
+for i in $(seq 1 30); do
+  sleep 1
+  curl -sS --max-time 5 "$URL/metrics" >metrics.txt || true
+  all_probes_ran metrics.txt && break
+done
+printf 'every probe kind had an ok run after %s s\n' "$(( $(date +%s) - t0 ))"
 P logs "$NAME" >exporter.log 2>&1 || true
 val() { awk -v re="^$1 " '$0 ~ re { print $NF; exit }' metrics.txt; }
 check "diskprobe_build_info: $(grep '^diskprobe_build_info' metrics.txt | head -n1)" grep -q '^diskprobe_build_info{' metrics.txt
@@ -303,8 +315,13 @@ if P run -d --name "$NAME2" "${ULIMITS[@]}" "${UNPRIV[@]}" --cap-drop ALL --cap-
      --cap-add SYSLOG "$IMAGE" "${EXPORTER_ARGS[@]}" >run2.log 2>&1; then
   URL2=http://$(P inspect --format '{{.NetworkSettings.IPAddress}}' "$NAME2"):$PORT
   for i in $(seq 1 100); do curl -sf "$URL2/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
-  sleep 5
-  curl -sS --max-time 5 "$URL2/metrics" >metrics2.txt || true
+  for i in $(seq 1 30); do
+    sleep 1
+    curl -sS --max-time 5 "$URL2/metrics" >metrics2.txt || true
+    grep -q "^diskprobe_probe_runs_total{device=\"$CARD\",probe=\"write\",result=\"ok\"} [1-9]" metrics2.txt &&
+      grep -q "^diskprobe_probe_errors_total{device=\"$CARD\",probe=\"randread\",reason=\"eacces\"} [1-9]" metrics2.txt &&
+      break
+  done
   e=$(awk -v re="^diskprobe_probe_errors_total\\{device=\"$CARD\",probe=\"randread\",reason=\"eacces\"\\} " '$0 ~ re {print $NF}' metrics2.txt)
   w=$(awk -v re="^diskprobe_probe_runs_total\\{device=\"$CARD\",probe=\"write\",result=\"ok\"\\} " '$0 ~ re {print $NF}' metrics2.txt)
   k=$(awk '/^diskprobe_collector_success\{collector="kmsg"\}/ {print $NF}' metrics2.txt)
