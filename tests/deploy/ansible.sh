@@ -16,10 +16,11 @@
 #     started: systemd is not running in a chroot, the role's `auto` start mode sees that),
 #     file_sd JSON lists every inventory host of `pis` (also one left out with --limit) with its
 #     port and labels and passes `promtool check config`; the exporter started with the drop-in's
-#     ExecStart answers HTTPS + basic auth with 200. A second run, and one with --check, report
-#     changed=0; a changed variable changes the file and notifies the reload handler; a bad
-#     variable fails at the validate step and leaves the old config.yml in place; armv6l and
-#     other architectures fail with their messages.
+#     ExecStart answers HTTPS + basic auth with 200. --check before the first run changes nothing;
+#     a second run, and one with --check, report changed=0; a changed variable changes the file
+#     and notifies the reload handler; a bad variable fails at the validate step and leaves the
+#     old config.yml in place; armv6l and other architectures, an empty package directory and
+#     one with two versions fail with their messages.
 # Needs: ansible (ansible-core 2.14, community.general), ansible-lint, promtool, dpkg-scanpackages,
 # openssl, htpasswd, curl; root (chroot, mounts) and the Debian mirror (apt in the roots). Skips
 # (77) without root outside CI after the lint part; under CI=true that fails.
@@ -205,7 +206,7 @@ all:
           ansible_python_interpreter: $(command -v python3)
 EOF
 
-RUN=0
+RUN=-1
 # play <log name> <expect rc 0|fail> [ansible-playbook args...]: runs site.yml, prints the recap and
 # the time; sets RECAP_<host> variables as "ok changed failed skipped".
 play() {
@@ -225,6 +226,15 @@ play() {
 recap() {  # recap <log> <host> <field>: a number from the PLAY RECAP line
   sed -n "s/^$2 *:.* $3=\([0-9]*\).*/\1/p" "$1" | tail -n1
 }
+
+log "run 0: --check --diff on the fresh hosts changes nothing"
+play precheck 0 --check --diff
+for h in pi-deb.test pi-repo.test; do
+  check "$h: check mode predicts changed=$(recap precheck.log $h changed)" test "$(recap precheck.log $h changed)" -gt 0
+done
+check "nothing installed by check mode" bash -c \
+  "! chroot '$R1' dpkg-query -W diskprobe-exporter >/dev/null 2>&1 && ! chroot '$R2' dpkg-query -W diskprobe-exporter >/dev/null 2>&1 &&
+   [ ! -e '$R1/etc/diskprobe_exporter' ] && [ ! -e '$FILE_SD' ]"
 
 log "run 1: install"
 play install 0
