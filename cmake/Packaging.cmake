@@ -7,7 +7,8 @@
 # postrm (user, state directory, service), README. Runtime dependencies from dpkg-shlibdeps.
 #
 # Architecture: the build's (dpkg --print-architecture), or from the cross toolchain's
-# CMAKE_SYSTEM_PROCESSOR: aarch64 -> arm64, arm* -> armhf.
+# CMAKE_SYSTEM_PROCESSOR: aarch64 -> arm64, arm* -> armhf. Cross builds get their Depends from the
+# sysroot's libraries and dpkg database (cmake/CPackCrossShlibdeps.cmake, scripts/cross-dpkg-db.sh).
 
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "diskprobe-exporter")  # Debian package names have no underscore
@@ -39,6 +40,12 @@ if(CMAKE_CROSSCOMPILING)
     set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
   elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
     set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE armhf)
+  endif()
+  # dpkg-shlibdeps against the sysroot's libraries and its dpkg database (cmake/CPackCrossShlibdeps.cmake).
+  if(CMAKE_SYSROOT AND CMAKE_LIBRARY_ARCHITECTURE)
+    set(CPACK_DISKPROBE_SYSROOT "${CMAKE_SYSROOT}")
+    set(CPACK_DISKPROBE_LIBRARY_ARCHITECTURE "${CMAKE_LIBRARY_ARCHITECTURE}")
+    set(CPACK_PROJECT_CONFIG_FILE "${CMAKE_SOURCE_DIR}/cmake/CPackCrossShlibdeps.cmake")
   endif()
 else()
   find_program(DPKG_EXECUTABLE dpkg)

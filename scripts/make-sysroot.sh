@@ -4,7 +4,8 @@
 # unpacked with dpkg -x. Nothing is installed into the machine: apt runs with its own state,
 # lists and cache under the output directory and an empty dpkg status, so it resolves the whole
 # dependency closure as for an empty system. (Installing libyaml-cpp-dev:arm64 etc. into the
-# machine root replaces the amd64 -dev packages: ../shared/FIELD-NOTES.md.)
+# machine root replaces the amd64 -dev packages: ../shared/FIELD-NOTES.md.) It also writes a dpkg
+# database of them in <output>/var/lib/dpkg (scripts/cross-dpkg-db.sh), for dpkg-shlibdeps.
 #   scripts/make-sysroot.sh arm64 [build/sysroot-arm64]
 #   scripts/make-sysroot.sh armhf [build/sysroot-armhf]
 # Then: cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-arm64.cmake
@@ -59,3 +60,5 @@ for d in lib bin sbin; do
   [ -e "$out/$d" ] || ln -s "usr/$d" "$out/$d"
 done
 echo "make-sysroot: $n packages unpacked into $out" >&2
+# A dpkg database of these packages, for dpkg-shlibdeps when packaging (cpack -G DEB) a cross build.
+"$(dirname "$0")/cross-dpkg-db.sh" "$out" "$apt_dir/archives"
