@@ -17,7 +17,13 @@
 #     uid 29100 through the device cgroup and cap_dac_read_search), successful write probes in the
 #     probe directory (the init container's chown), the kernel log collector (cap_syslog, with
 #     kernel.dmesg_restrict=1 here), the host's mount table, the boot config; the process runs as
-#     29100 with exactly the two capabilities; its RSS is printed.
+#     29100 with exactly the two capabilities; its RSS is printed. The documented unprivileged
+#     variant is run too: the device cgroup then stops the raw reads and the kernel log, and the
+#     write probes still work. Without the two capabilities in its bounding set the image must
+#     refuse to start (the file capabilities are there and enforced);
+#  4. arm64/armhf images from cross packages, where a package exists and qemu-user is registered
+#     with binfmt_misc (built, platform checked, --version run under qemu); otherwise the reason
+#     is printed (informational: the test does not register binfmt handlers itself).
 # Needs root, buildah, podman with runc (crun cannot run containers on this machine's hybrid
 # cgroup layout), cpack, losetup/mkfs.ext4, python3-yaml, curl. Storage: <build>/container-storage
 # (vfs driver, chroot isolation: no overlay or user namespaces needed), kept between runs for the
@@ -58,7 +64,7 @@ LOOP=""
 container_cleanup() {
   local c
   for c in "${CTRS[@]}"; do P rm -f -t 2 "$c" >/dev/null 2>&1 || true; done
-  B rmi -f "$IMAGE" >/dev/null 2>&1 || true
+  B rmi -f "$IMAGE" "$IMAGE-arm64" "$IMAGE-armhf" >/dev/null 2>&1 || true
   B rm --all >/dev/null 2>&1 || true
   B rmi --prune >/dev/null 2>&1 || true   # earlier base images, replaced when the root changed
   if [ -n "$LOOP" ]; then
@@ -78,15 +84,18 @@ if [ ! -x "$ROOT/bin/sh" ]; then
     { tail -20 debootstrap.log >&2; exit 1; }
   mv "$ROOT.tmp" "$ROOT"
 fi
-BASE=localhost/diskprobe-test-base:bookworm-slim
-STAMP=$(stat -c %Y "$ROOT/var/lib/dpkg/status")-$(sha256sum "$SELF" | cut -c1-12)
-have=$(B inspect --type image --format '{{index .ImageAnnotations "diskprobe.test.stamp"}}' "$BASE" 2>/dev/null || true)
-if [ "$have" != "$STAMP" ]; then
+# make_base <debootstrap root> <tag> <oci arch> [variant]: a slim base image from a root, remade
+# only when the root (its dpkg status) or this script changed.
+make_base() {
+  local root=$1 tag=$2 arch=$3 variant=${4:-} stamp have ctr mnt t0
+  stamp=$(stat -c %Y "$root/var/lib/dpkg/status")-$(sha256sum "$SELF" | cut -c1-12)
+  have=$(B inspect --type image --format '{{index .ImageAnnotations "diskprobe.test.stamp"}}' "$tag" 2>/dev/null || true)
+  if [ "$have" = "$stamp" ]; then ok "base image $tag reused (root unchanged)"; return 0; fi
   t0=$(date +%s)
   ctr=$(B from scratch)
   mnt=$(B mount "$ctr")
   # What the official debian:bookworm-slim leaves out, and the state of the chroot tests.
-  tar -C "$ROOT" --numeric-owner \
+  tar -C "$root" --numeric-owner \
     --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' --exclude='./usr/share/info/*' \
     --exclude='./usr/share/locale/*' --exclude='./usr/share/lintian/*' --exclude='./var/lib/apt/lists/*' \
     --exclude='./var/cache/apt/*' --exclude='./var/log/*' --exclude='./tmp/*' --exclude='./proc/*' \
@@ -98,19 +107,21 @@ if [ "$have" != "$STAMP" ]; then
     'path-exclude /usr/share/lintian/*' >"$mnt/etc/dpkg/dpkg.cfg.d/slim"
   B umount "$ctr" >/dev/null
   B config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd /bin/bash \
-    --annotation "diskprobe.test.stamp=$STAMP" "$ctr"
-  B commit -q --rm "$ctr" "$BASE" >/dev/null
-  ok "base image $BASE made in $(( $(date +%s) - t0 )) s"
-else
-  ok "base image $BASE reused (root unchanged)"
-fi
+    --os linux --arch "$arch" ${variant:+--variant "$variant"} \
+    --annotation "diskprobe.test.stamp=$stamp" "$ctr"
+  B commit -q --rm "$ctr" "$tag" >/dev/null
+  ok "base image $tag ($arch${variant:+/$variant}) made in $(( $(date +%s) - t0 )) s"
+}
+BASE=localhost/diskprobe-test-base:bookworm-slim
+make_base "$ROOT" "$BASE" amd64
 
 log "2. build the image from deploy/container/Containerfile (linux/amd64)"
 mkdir -p ctx
 (cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$E2E_WORK/pkg" >cpack.log 2>&1) || { cat cpack.log >&2; exit 1; }
 cp "$E2E_WORK"/pkg/diskprobe-exporter_*_amd64.deb ctx/
 printf 'package: %s\n' "$(basename ctx/*.deb)"
-REVISION=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# The revision the packaged binary was built from (the label describes the image's contents).
+REVISION=$("$BUILD/diskprobe_exporter" --version | sed -n 's/.*(revision \([^)]*\)).*/\1/p')
 VERSION=$(sed -n 's/^project(diskprobe_exporter VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
 t0=$(date +%s)
 if B build --isolation chroot --pull=never --platform linux/amd64 \
@@ -120,7 +131,7 @@ if B build --isolation chroot --pull=never --platform linux/amd64 \
 else
   fail "buildah build"; tail -30 build.log >&2; exit 1
 fi
-grep -E 'cap_dac_read_search|^diskprobe_exporter ' build.log | sed 's/^/  /'
+grep -E '^(/usr/bin/diskprobe_exporter cap_|diskprobe_exporter )' build.log | sed 's/^/  /'
 SIZE=$(P image inspect --format '{{.Size}}' "$IMAGE")
 printf 'image %s: %s bytes (%s MiB), base %s MiB\n' "$IMAGE" "$SIZE" "$(( SIZE / 1048576 ))" \
   "$(( $(P image inspect --format '{{.Size}}' "$BASE") / 1048576 ))"
@@ -331,6 +342,53 @@ if P run -d --name "$NAME2" "${ULIMITS[@]}" "${UNPRIV[@]}" --cap-drop ALL --cap-
 else
   fail "podman run without privileged"; cat run2.log >&2
 fi
+
+log "4. arm64 and armhf images (a cross package and qemu-user registered with binfmt_misc)"
+# Informational where either is missing (CI runs the cross builds after this test, and this test
+# does not register binfmt handlers on the machine): the reason is printed. Packages are looked for
+# in $DISKPROBE_CROSS_DEBS, else in build-<arch>/package (scripts/cross-package.sh).
+for arch in arm64 armhf; do
+  case $arch in
+    arm64) qemu=qemu-aarch64; platform=linux/arm64; ociarch=arm64; variant= ;;
+    armhf) qemu=qemu-arm; platform=linux/arm/v7; ociarch=arm; variant=v7 ;;
+  esac
+  deb=$(ls "${DISKPROBE_CROSS_DEBS:-$SRC/build-$arch/package}"/diskprobe-exporter_*_"$arch".deb 2>/dev/null | head -n1 || true)
+  if [ -z "$deb" ]; then
+    echo "$arch image: not built: no diskprobe-exporter_*_$arch.deb (scripts/cross-test.sh $arch makes it)"; continue
+  fi
+  if ! grep -qx enabled "/proc/sys/fs/binfmt_misc/$qemu" 2>/dev/null; then
+    echo "$arch image: not built: $qemu is not registered with binfmt_misc (deploy/container/README.md says how)"; continue
+  fi
+  aroot=$BUILD/container-root-$arch
+  if [ ! -x "$aroot/bin/sh" ]; then
+    t0=$(date +%s)
+    rm -rf "$aroot.tmp"
+    if ! debootstrap --variant=minbase --arch="$arch" bookworm "$aroot.tmp" http://deb.debian.org/debian \
+         >"debootstrap-$arch.log" 2>&1; then
+      fail "$arch: debootstrap"; tail -5 "debootstrap-$arch.log" >&2; continue
+    fi
+    mv "$aroot.tmp" "$aroot"
+    ok "$arch: debootstrap root under qemu in $(( $(date +%s) - t0 )) s"
+  fi
+  abase=localhost/diskprobe-test-base-$arch:bookworm-slim
+  make_base "$aroot" "$abase" "$ociarch" "$variant"
+  mkdir -p "ctx-$arch" && cp "$deb" "ctx-$arch/"
+  t0=$(date +%s)
+  if B build --isolation chroot --pull=never --platform "$platform" \
+       --build-arg "BASE=$abase" --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
+       -f "$SRC/deploy/container/Containerfile" -t "$IMAGE-$arch" "ctx-$arch" >"build-$arch.log" 2>&1; then
+    ok "$arch: buildah build --platform $platform from $(basename "$deb") in $(( $(date +%s) - t0 )) s"
+  else
+    fail "$arch: buildah build --platform $platform"; tail -20 "build-$arch.log" >&2; continue
+  fi
+  got=$(P image inspect --format '{{.Architecture}}/{{.Os}}' "$IMAGE-$arch")
+  check "$arch: image platform $got" test "$got" = "$ociarch/linux"
+  out=$(P run --rm "${ULIMITS[@]}" --cap-add DAC_READ_SEARCH --cap-add SYSLOG "$IMAGE-$arch" --version 2>&1 |
+        grep -v 'does not match the expected platform' || true)
+  check "$arch: the image runs under qemu: $out" grep -q '^diskprobe_exporter ' <<<"$out"
+  printf '%s image: %s MiB\n' "$arch" "$(( $(P image inspect --format '{{.Size}}' "$IMAGE-$arch") / 1048576 ))"
+  B rmi -f "$IMAGE-$arch" >/dev/null 2>&1 || true
+done
 
 if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
 echo "all container checks passed"
