@@ -5,25 +5,33 @@
 #     planted defect must fail (so the lint really reads the role).
 #  2. The config template rendered from the role's defaults equals config/default.yml (the
 #     variables mirror the exporter's built-in defaults) and passes --config.check.
-#  3. A real run: site.yml applied to two Debian 12 roots (copies of <build>/deb-test-root with
-#     python3, python3-apt and systemd added by apt: Ansible's modules need python3 on the target,
-#     as Raspberry Pi OS has) over community.general.chroot, plus a "monitoring" host (local
-#     connection, a directory in the work dir) for the file_sd targets. One root installs the
-#     amd64 .deb made by cpack from a package directory on the controller, the other from an apt
-#     repository (a flat file: repository inside the root) with TLS, basic auth, another port and
-#     an extra flag. Asserted: package installed (dpkg-query), config.yml content = the variables
-#     and --config.check passes there, service enabled (the multi-user.target.wants symlink; not
-#     started: systemd is not running in a chroot, the role's `auto` start mode sees that),
-#     file_sd JSON lists every inventory host of `pis` (also one left out with --limit) with its
-#     port and labels and passes `promtool check config`; the exporter started with the drop-in's
-#     ExecStart answers HTTPS + basic auth with 200. --check before the first run changes nothing;
-#     a second run, and one with --check, report changed=0; a changed variable changes the file
-#     and notifies the reload handler; a bad variable fails at the validate step and leaves the
-#     old config.yml in place; armv6l and other architectures, an empty package directory and
-#     one with two versions fail with their messages.
+#  3. A real run of site.yml on three Debian 12 roots (copies of <build>/deb-test-root with
+#     python3, python3-apt, systemd and procps added by apt: Ansible's modules need python3 on the
+#     target, as Raspberry Pi OS has) and a "monitoring" host (local connection, a directory here)
+#     for the file_sd targets:
+#       pi-deb.test     chroot (community.general.chroot); the amd64 .deb made by cpack, from a
+#                       package directory on the controller;
+#       pi-repo.test    chroot; the same package from an apt repository (a flat file: repository
+#                       in the root), TLS + basic auth, another port, an extra flag (drop-in);
+#       pi-systemd.test booted by systemd-nspawn with systemd as PID 1 (private network, so the
+#                       package's dependencies are put in beforehand); reached by the chroot
+#                       connection through an nsenter wrapper: the service really starts,
+#                       restarts and reloads.
+#     Asserted: package installed (dpkg-query), config.yml = the variables and --config.check
+#     passes there, service enabled (the multi-user.target.wants symlink); in the chroots not
+#     started (no systemd running: the role's `auto` start mode), under systemd active with the
+#     drop-in's port and answering; file_sd JSON lists every inventory host of `pis` (also one
+#     left out with --limit) with port and labels and passes `promtool check config`; the
+#     drop-in's ExecStart answers HTTPS + basic auth (200, wrong password 401). --check before
+#     the first run changes nothing; a second run and a --check run report changed=0 (no
+#     restart: same MainPID); a changed variable changes the file and reloads (SIGHUP: same
+#     MainPID, newer reload timestamp, journal line); a bad variable fails at the validate step,
+#     leaves the old config.yml and the running service alone; armv6l and other architectures,
+#     an empty package directory and one with two versions fail with their messages.
 # Needs: ansible (ansible-core 2.14, community.general), ansible-lint, promtool, dpkg-scanpackages,
-# openssl, htpasswd, curl; root (chroot, mounts) and the Debian mirror (apt in the roots). Skips
-# (77) without root outside CI after the lint part; under CI=true that fails.
+# openssl, htpasswd, curl, nsenter, systemd-nspawn (package systemd-container); root (chroot,
+# mounts, nspawn) and the Debian mirror (apt in the roots). Skips (77) without root or
+# systemd-nspawn outside CI, after the lint part; under CI=true that fails.
 # Usage: ansible.sh <build directory>
 set -euo pipefail
 BUILD=$(realpath "$1")
@@ -36,7 +44,7 @@ T0=$(date +%s)
 # quiet cmd...: runs it, shows its output only when it fails.
 quiet() { "$@" >"$E2E_WORK/quiet.out" 2>&1 || { sed 's/^/  | /' "$E2E_WORK/quiet.out" >&2; return 1; }; }
 
-for tool in ansible-playbook ansible-lint promtool cpack dpkg-deb dpkg-scanpackages openssl htpasswd curl python3; do
+for tool in ansible-playbook ansible-lint promtool cpack dpkg-deb dpkg-scanpackages openssl htpasswd curl python3 nsenter; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
 done
 export ANSIBLE_CONFIG=$E2E_WORK/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=0 \
@@ -107,7 +115,7 @@ DEB=$(ls "$E2E_WORK"/pkg/diskprobe-exporter_*_amd64.deb)
 VERSION=$(dpkg-deb -f "$DEB" Version)
 printf 'package: %s (%s bytes)\n' "$(basename "$DEB")" "$(stat -c %s "$DEB")"
 
-log "two Debian 12 roots with python3 (copies of $BUILD/deb-test-root)"
+log "three Debian 12 roots with python3 (copies of $BUILD/deb-test-root)"
 CACHE=$BUILD/deb-test-root
 if [ ! -x "$CACHE/bin/sh" ]; then
   rm -rf "$CACHE.tmp"
@@ -115,10 +123,27 @@ if [ ! -x "$CACHE/bin/sh" ]; then
     { tail -20 debootstrap.log >&2; exit 1; }
   mv "$CACHE.tmp" "$CACHE"
 fi
-R1=$E2E_WORK/root-deb R2=$E2E_WORK/root-repo
+R1=$E2E_WORK/root-deb R2=$E2E_WORK/root-repo R3=$E2E_WORK/root-systemd
 mounts=()
 umount_all() { local m; for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; mounts=(); }
+NSPAWN_PID=
+MACHINE=diskprobe-ansible-$$
+had_nspawn_dir=$([ -d /run/systemd/nspawn ] && echo yes || echo no)
+stop_container() {
+  [ -n "$NSPAWN_PID" ] || return 0
+  # SIGTERM to systemd-nspawn shuts the container's systemd down cleanly.
+  kill "$NSPAWN_PID" 2>/dev/null || true
+  local i; for i in $(seq 1 100); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$NSPAWN_PID" 2>/dev/null || true
+  wait "$NSPAWN_PID" 2>/dev/null || true
+  NSPAWN_PID=
+  # nspawn cannot remove its propagation directory where /run is no tmpfs; it is ours.
+  rmdir "/run/systemd/nspawn/propagate/$MACHINE" 2>/dev/null || true
+  [ "$had_nspawn_dir" = no ] && rm -rf /run/systemd/nspawn
+  return 0
+}
 safe_cleanup() {
+  stop_container
   umount_all
   # Never rm -rf through a mount that is still there (it would be /dev, /sys or /proc).
   if grep -q " $E2E_WORK/" /proc/self/mounts; then echo "mounts remain under $E2E_WORK: not removing it" >&2; return; fi
@@ -133,14 +158,62 @@ cp /etc/resolv.conf "$R1/etc/resolv.conf"
 mount_root "$R1"
 check "clean root has no python3 and no diskprobe-exporter before" bash -c \
   "[ ! -e '$R1/usr/bin/python3' ] && ! chroot '$R1' dpkg-query -W diskprobe-exporter >/dev/null 2>&1"
-if in_root "$R1" sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-apt systemd' >apt.log 2>&1; then
-  ok "apt-get install python3 python3-apt systemd in the root ($(grep -c '^Setting up' apt.log) packages, $(( $(date +%s) - t )) s)"
+# python3 (+ python3-apt): Ansible's modules; systemd: systemctl for the service tasks, and the
+# init of the booted container; procps: /bin/kill, which the unit's ExecReload runs (Raspberry Pi
+# OS has it; a Debian minbase root does not, and the package does not depend on it).
+if in_root "$R1" sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-apt systemd procps' >apt.log 2>&1; then
+  ok "apt-get install python3 python3-apt systemd procps in the root ($(grep -c '^Setting up' apt.log) packages, $(( $(date +%s) - t )) s)"
 else
   tail -20 apt.log >&2; echo "FAIL: cannot prepare the root" >&2; exit 1
 fi
 umount_all
 cp -a "$R1" "$R2"
+cp -a "$R1" "$R3"
+# The booted root has a private network (no mirror): the package's dependencies go in beforehand.
+deps=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/(.*)//; s/|.*//; s/ //g' | grep -v '^$' | tr '\n' ' ')
+mount_root "$R3"
+in_root "$R3" apt-get install -y -qq --no-install-recommends $deps >>apt.log 2>&1 ||
+  { tail -20 apt.log >&2; echo "FAIL: cannot install the dependencies into the systemd root" >&2; exit 1; }
+umount_all
+echo "systemd root: dependencies installed beforehand: $deps"
 mount_root "$R1"; mount_root "$R2"
+
+# The third root boots: systemd-nspawn runs its systemd as PID 1 (private network: only loopback,
+# no port clash with this machine). Ansible reaches it through the chroot connection with
+# chroot_exe = a wrapper that nsenters the container's namespaces, so /run/systemd/system exists
+# there and the role starts, restarts and reloads the service for real.
+if ! command -v systemd-nspawn >/dev/null; then
+  [ "${CI:-}" = true ] && { echo "FAIL: systemd-nspawn missing (package systemd-container) under CI" >&2; exit 1; }
+  echo "SKIP: systemd-nspawn missing (package systemd-container): cannot boot the systemd root" >&2; exit 77
+fi
+systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHINE" -D "$R3" --boot >nspawn.log 2>&1 &
+NSPAWN_PID=$!
+LEADER=
+for i in $(seq 1 50); do LEADER=$(ps -o pid= --ppid "$NSPAWN_PID" | tr -d ' ' | head -n1 || true); [ -n "$LEADER" ] && break; sleep 0.1; done
+echo "$LEADER" >leader.pid
+cat >nsx <<EOF
+#!/bin/sh
+# "nsx <root> cmd...": cmd in the booted container (the root argument of chroot is not needed).
+shift
+exec nsenter --target "\$(cat '$E2E_WORK/leader.pid')" --mount --uts --ipc --net --pid --root --wd -- "\$@"
+EOF
+chmod +x nsx
+in_ct() { "$E2E_WORK/nsx" - "$@"; }
+t=$(date +%s%N)
+state=
+for i in $(seq 1 100); do
+  state=$(in_ct systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running|degraded) break ;; esac
+  sleep 0.2
+done
+check "the systemd root booted: is-system-running $state after $(( ($(date +%s%N) - t) / 1000000 )) ms (PID 1 in it: $(in_ct cat /proc/1/comm 2>/dev/null))" \
+  bash -c "[ '$state' = running ] || [ '$state' = degraded ]"
+[ "$state" = degraded ] && in_ct systemctl --failed --no-legend | sed 's/^/  failed unit: /'
+ct_scrape() {  # ct_scrape <port>: /metrics from inside the container (its own loopback)
+  in_ct python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$1/metrics', timeout=5).read().decode())"
+}
+ct_pid() { in_ct systemctl show -p MainPID --value diskprobe_exporter.service 2>/dev/null; }
+PORT3=29101
 # The repository host: a flat apt repository inside its root (apt reads it through file:).
 mkdir -p "$R2/srv/diskprobe-repo"
 cp "$DEB" "$R2/srv/diskprobe-repo/"
@@ -156,7 +229,8 @@ PORT2=$(free_port)
 FILE_SD=$E2E_WORK/prometheus/file_sd/diskprobe-ansible.yml
 
 cat >inventory.yml <<EOF
-# tests/deploy/ansible.sh: two chroots as Pis, the local machine as the monitoring host.
+# tests/deploy/ansible.sh: two chroots and a booted container as Pis, the local machine as the
+# monitoring host.
 all:
   vars:
     diskprobe_exporter_deb_dir: $E2E_WORK/pkg
@@ -194,6 +268,11 @@ all:
           diskprobe_exporter_web_config:
             tls_server_config: {cert_file: server.crt, key_file: server.key, min_version: TLS12}
             basic_auth_users: {prometheus: "$HASH"}
+        # Booted with systemd as PID 1 (systemd-nspawn): start, restart and reload for real.
+        pi-systemd.test:
+          ansible_host: $R3
+          ansible_chroot_exe: $E2E_WORK/nsx
+          diskprobe_exporter_port: $PORT3
         # In the inventory but not in this run (--limit): its target must be in file_sd all the same.
         pi-later.test:
           ansible_host: /nonexistent
@@ -227,19 +306,28 @@ recap() {  # recap <log> <host> <field>: a number from the PLAY RECAP line
   sed -n "s/^$2 *:.* $3=\([0-9]*\).*/\1/p" "$1" | tail -n1
 }
 
+HOSTS="pi-deb.test pi-repo.test pi-systemd.test"
+root_of() { case $1 in pi-deb.test) echo "$R1" ;; pi-repo.test) echo "$R2" ;; pi-systemd.test) echo "$R3" ;; esac; }
+# The handler results of a run for one host: "skipping", "changed" ... one word per handler run.
+handler_results() {
+  awk -v h="$2" '/^RUNNING HANDLER/ { inh = 1; next } /^(TASK|PLAY)/ { inh = 0 }
+    inh && index($0, "[" h "]") { sub(/:.*/, ""); print }' "$1" | tr '\n' ' '
+}
+scrape_value() { awk -v f="$1" '$1 == f { print $2; exit }'; }
+
 log "run 0: --check --diff on the fresh hosts changes nothing"
 play precheck 0 --check --diff
-for h in pi-deb.test pi-repo.test; do
+for h in $HOSTS; do
   check "$h: check mode predicts changed=$(recap precheck.log $h changed)" test "$(recap precheck.log $h changed)" -gt 0
 done
 check "nothing installed by check mode" bash -c \
   "! chroot '$R1' dpkg-query -W diskprobe-exporter >/dev/null 2>&1 && ! chroot '$R2' dpkg-query -W diskprobe-exporter >/dev/null 2>&1 &&
-   [ ! -e '$R1/etc/diskprobe_exporter' ] && [ ! -e '$FILE_SD' ]"
+   ! chroot '$R3' dpkg-query -W diskprobe-exporter >/dev/null 2>&1 && [ ! -e '$R1/etc/diskprobe_exporter' ] && [ ! -e '$FILE_SD' ]"
 
 log "run 1: install"
 play install 0
-for h in pi-deb.test pi-repo.test; do
-  r=$([ $h = pi-deb.test ] && echo "$R1" || echo "$R2")
+for h in $HOSTS; do
+  r=$(root_of $h)
   v=$(chroot "$r" dpkg-query -W -f='${Status} ${Version}' diskprobe-exporter 2>/dev/null || true)
   check "$h: dpkg-query: diskprobe-exporter $v" test "$v" = "install ok installed $VERSION"
   check "$h: config.yml passes --config.check there: $(in_root "$r" diskprobe_exporter --config.check --config.file=/etc/diskprobe_exporter/config.yml 2>&1)" \
@@ -250,8 +338,22 @@ done
 check "pi-repo.test: installed from the repository (apt source file written, no .deb copied)" bash -c \
   "grep -qx 'deb \[trusted=yes\] file:/srv/diskprobe-repo ./' '$R2/etc/apt/sources.list.d/diskprobe_exporter.list' &&
    [ ! -d '$R2/var/cache/diskprobe_exporter-deb' ] && [ -f '$R1/var/cache/diskprobe_exporter-deb/$(basename "$DEB")' ]"
-check "not started (systemd is not running in a chroot): the notified handlers all skipped ($(grep -c 'RUNNING HANDLER' install.log) notified)" \
-  bash -c "! grep -A2 'RUNNING HANDLER' install.log | grep -qE '^(ok|changed|fatal):'"
+for h in pi-deb.test pi-repo.test; do
+  hr=$(handler_results install.log $h)
+  check "$h: not started (systemd is not running in a chroot): handlers notified, all skipped: $hr" \
+    test -n "$hr" -a -z "${hr//skipping /}"
+done
+hr=$(handler_results install.log pi-systemd.test)
+check "pi-systemd.test: systemd is PID 1, the handlers ran: $hr(restart: new package and drop-in; reload: config)" \
+  test "$hr" = "changed changed "
+PID1=$(ct_pid)
+check "pi-systemd.test: systemctl is-active $(in_ct systemctl is-active diskprobe_exporter.service), is-enabled $(in_ct systemctl is-enabled diskprobe_exporter.service), MainPID $PID1" \
+  bash -c "[ \"\$('$E2E_WORK/nsx' - systemctl is-active diskprobe_exporter.service)\" = active ] && [ '${PID1:-0}' -gt 0 ]"
+ct_scrape "$PORT3" >systemd-metrics-1.txt 2>&1 || true
+check "pi-systemd.test: the service answers on the drop-in's port $PORT3: $(grep -c '^diskprobe_' systemd-metrics-1.txt) diskprobe_ samples, build_info present" \
+  grep -q '^diskprobe_build_info' systemd-metrics-1.txt
+in_ct systemctl show -p User,ExecMainStartTimestamp,NRestarts diskprobe_exporter.service | sed 's/^/  /'
+
 # config.yml = the variables: parse it and compare with what the inventory says.
 cfg_check=$(python3 - "$R1/etc/diskprobe_exporter/config.yml" "$R2/etc/diskprobe_exporter/config.yml" <<'EOF'
 import sys, yaml
@@ -294,12 +396,12 @@ kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true
 
 echo "file_sd written on the monitoring host ($FILE_SD):"
 sed 's/^/  /' "$FILE_SD" 2>/dev/null || true
-sd_check=$(python3 - "$FILE_SD" "$PORT2" <<'EOF'
+sd_check=$(python3 - "$FILE_SD" "$PORT2" "$PORT3" <<'EOF'
 import sys, json
 groups = json.load(open(sys.argv[1]))   # JSON: the .yml name is for Prometheus' glob, the content is JSON
 got = {t: g["labels"] for g in groups for t in g["targets"]}
 want = {"pi-deb.test:29100": {"site": "test"}, "pi-later.test:29100": {"site": "test"},
-        f"pi-repo.example.net:{sys.argv[2]}": {"site": "lab"}}
+        f"pi-repo.example.net:{sys.argv[2]}": {"site": "lab"}, f"pi-systemd.test:{sys.argv[3]}": {"site": "test"}}
 print(f"{len(groups)} target groups, {len(got)} targets")
 sys.exit(0 if got == want else f"got {got}, want {want}")
 EOF
@@ -311,35 +413,56 @@ check "promtool check config with deploy/prometheus/prometheus.yml reads the fil
 
 log "run 2: the same again (idempotence)"
 play again 0
-for h in pi-deb.test pi-repo.test; do
+for h in $HOSTS; do
   check "$h: second run changed=$(recap again.log $h changed) (ok=$(recap again.log $h ok))" test "$(recap again.log $h changed)" = 0
 done
+check "pi-systemd.test: no handler ran, same MainPID $(ct_pid)" bash -c \
+  "[ -z '$(handler_results again.log pi-systemd.test)' ] && [ '$(ct_pid)' = '$PID1' ]"
 
 log "run 3: --check --diff on the installed hosts (what an operator runs before a roll-out)"
 play check 0 --check --diff
-for h in pi-deb.test pi-repo.test; do
+for h in $HOSTS; do
   check "$h: check mode predicts changed=$(recap check.log $h changed)" test "$(recap check.log $h changed)" = 0
 done
 
 log "run 4: a changed variable (--diff), and the service disabled behind Ansible's back"
 chroot "$R1" systemctl disable diskprobe_exporter.service >/dev/null 2>&1
 check "disabled: the wants symlink is gone" test ! -e "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
-play change 0 --limit pi-deb.test --diff -e diskprobe_exporter_write_budget_per_day=32MiB
-echo "the diff Ansible printed for config.yml:"
+reload_ts0=$(ct_scrape "$PORT3" 2>/dev/null | scrape_value diskprobe_config_last_reload_success_timestamp_seconds)
+sleep 1   # the reload timestamp has a resolution of seconds
+play change 0 --limit pi-deb.test,pi-systemd.test --diff -e diskprobe_exporter_write_budget_per_day=32MiB
+echo "the diff Ansible printed for config.yml (per host):"
 grep -E '^[-+]  write_budget_per_day' change.log | sed 's/^/  /'
 check "pi-deb.test: changed=$(recap change.log pi-deb.test changed) (config and enable)" test "$(recap change.log pi-deb.test changed)" = 2
-check "config.yml now says 32MiB" grep -qx '  write_budget_per_day: "32MiB"' "$R1/etc/diskprobe_exporter/config.yml"
-check "enabled again by the role" test -L "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
-check "the reload handler was notified (and skipped: not started here)" grep -q 'RUNNING HANDLER \[diskprobe_exporter : Reload diskprobe_exporter\]' change.log
+check "pi-deb.test: config.yml now says 32MiB" grep -qx '  write_budget_per_day: "32MiB"' "$R1/etc/diskprobe_exporter/config.yml"
+check "pi-deb.test: enabled again by the role" test -L "$R1/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
+check "pi-deb.test: the reload handler was notified and skipped (not started): $(handler_results change.log pi-deb.test)" \
+  test "$(handler_results change.log pi-deb.test)" = "skipping "
+check "pi-systemd.test: changed=$(recap change.log pi-systemd.test changed) (config, and the reload handler: $(handler_results change.log pi-systemd.test))" \
+  test "$(recap change.log pi-systemd.test changed):$(handler_results change.log pi-systemd.test)" = "2:changed "
+PID2=$(ct_pid)
+m=$(ct_scrape "$PORT3" 2>/dev/null || true)
+reload_ts1=$(echo "$m" | scrape_value diskprobe_config_last_reload_success_timestamp_seconds)
+check "pi-systemd.test: reloaded, not restarted: MainPID $PID1 -> $PID2, last reload success $reload_ts0 -> $reload_ts1, successful $(echo "$m" | scrape_value diskprobe_config_last_reload_successful)" \
+  bash -c "[ '$PID2' = '$PID1' ] && awk 'BEGIN { exit !(\"$reload_ts1\" + 0 > \"$reload_ts0\" + 0) }' && [ '$(echo "$m" | scrape_value diskprobe_config_last_reload_successful)' = 1 ]"
+in_ct journalctl -u diskprobe_exporter.service -o cat --no-pager | grep -E 'configuration reloaded|SIGHUP|reload' | tail -n 2 | sed 's/^/  journal: /'
+check "pi-systemd.test: the journal says the configuration was reloaded" bash -c \
+  "'$E2E_WORK/nsx' - journalctl -u diskprobe_exporter.service -o cat --no-pager | grep -q 'configuration reloaded'"
 
 log "run 5: a bad variable"
-before=$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")
-play bad fail --limit pi-deb.test -e '{"diskprobe_exporter_probe_defaults": {"randread": {"interval": "fast"}}}'
-failed_task=$(awk '/^TASK \[/ { t = $0; sub(/^TASK \[/, "", t); sub(/\] \**$/, "", t) } /^fatal: \[pi-deb.test\]/ { print t }' bad.log)
-check "failed at the validate step: task '$failed_task'" test "$failed_task" = "diskprobe_exporter : Install the exporter configuration"
+before1=$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")
+before3=$(sha256sum <"$R3/etc/diskprobe_exporter/config.yml")
+play bad fail --limit pi-deb.test,pi-systemd.test -e '{"diskprobe_exporter_probe_defaults": {"randread": {"interval": "fast"}}}'
+for h in pi-deb.test pi-systemd.test; do
+  failed_task=$(awk -v h="$h" '/^TASK \[/ { t = $0; sub(/^TASK \[/, "", t); sub(/\] \**$/, "", t) } index($0, "fatal: [" h "]") == 1 { print t }' bad.log)
+  check "$h: failed at the validate step: task '$failed_task'" test "$failed_task" = "diskprobe_exporter : Install the exporter configuration"
+done
 check "the validator's message is in the output: $(grep -o 'probes.defaults.randread.interval: invalid duration [^ ]*fast' bad.log | head -n1)" \
   grep -q 'failed to validate.*probes.defaults.randread.interval: invalid duration' bad.log
-check "the old config.yml is in place (sha256 unchanged)" test "$(sha256sum <"$R1/etc/diskprobe_exporter/config.yml")" = "$before"
+check "the old config.yml is in place on both (sha256 unchanged)" bash -c \
+  "[ \"\$(sha256sum <'$R1/etc/diskprobe_exporter/config.yml')\" = '$before1' ] && [ \"\$(sha256sum <'$R3/etc/diskprobe_exporter/config.yml')\" = '$before3' ]"
+check "pi-systemd.test: no handler ran, the service runs on: $(in_ct systemctl is-active diskprobe_exporter.service), MainPID $(ct_pid)" \
+  bash -c "[ -z '$(handler_results bad.log pi-systemd.test)' ] && [ '$(ct_pid)' = '$PID1' ]"
 
 log "run 6-8: architectures"
 play armv6 fail --limit pi-deb.test -e ansible_architecture=armv6l
