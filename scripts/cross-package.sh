@@ -8,12 +8,15 @@
 #    libraries in /usr/lib/diskprobe_exporter);
 #  - the same package names as the native package's Depends (build/, or $NATIVE_BUILD), printed
 #    side by side;
+#  - the exporter from the .deb, run under qemu-user, serves HTTPS with basic auth through the
+#    packaged OpenSSL compat libraries;
 #  - apt, with the sysroot's own state and Debian 12 indexes for the target architecture, can
 #    install it on an empty system: every Depends resolves (simulated: no root made);
 #  - lintian's findings, printed with their counts (reported, not asserted: as
 #    tests/deploy/deb_package.sh does for the native package).
 # Called by scripts/cross-test.sh after the unit tests; needs the build, its sysroot (with the
-# dpkg database: scripts/cross-dpkg-db.sh) and cpack, dpkg-deb, lintian, file, readelf.
+# dpkg database: scripts/cross-dpkg-db.sh) and cpack, dpkg-deb, lintian, file, readelf, qemu-user,
+# curl, openssl, htpasswd (apache2-utils; without it, outside CI, TLS only).
 #   scripts/cross-package.sh arm64|armhf <build directory> <sysroot>
 # The package is left in <build directory>/package.
 set -euo pipefail
@@ -23,20 +26,15 @@ build=$(realpath "${2:?usage: cross-package.sh arm64|armhf <build> <sysroot>}")
 sysroot=$(realpath "${3:?usage: cross-package.sh arm64|armhf <build> <sysroot>}")
 native=$(realpath -m "${NATIVE_BUILD:-build}")
 case "$arch" in
-  arm64) triplet=aarch64-linux-gnu; elf='ELF 64-bit LSB .*ARM aarch64'; machine=AArch64 ;;
-  armhf) triplet=arm-linux-gnueabihf; elf='ELF 32-bit LSB .*ARM, EABI5'; machine=ARM ;;
+  arm64) triplet=aarch64-linux-gnu; elf='ELF 64-bit LSB .*ARM aarch64'; machine=AArch64; qemu=qemu-aarch64-static ;;
+  armhf) triplet=arm-linux-gnueabihf; elf='ELF 32-bit LSB .*ARM, EABI5'; machine=ARM; qemu=qemu-arm-static ;;
   *) echo "unsupported architecture $arch" >&2; exit 2 ;;
 esac
-for tool in cpack dpkg-deb dpkg-shlibdeps lintian file readelf "$triplet-objdump"; do
+for tool in cpack dpkg-deb dpkg-shlibdeps lintian file readelf "$triplet-objdump" "$qemu" curl openssl; do
   command -v "$tool" >/dev/null || { echo "missing $tool: scripts/install-deps.sh cross and test" >&2; exit 1; }
 done
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-check() {  # check <description> <command...>
-  local what=$1; shift
-  if "$@" >/dev/null 2>&1; then echo "ok   $what"; else echo "FAIL $what"; failures=$((failures + 1)); fi
-}
+source tests/e2e/lib.sh  # check, ok, fail, E2E_WORK (removed on exit), E2E_PIDS (killed on exit)
+work=$E2E_WORK
 
 rm -rf "$build/package"
 start=$SECONDS
@@ -84,7 +82,7 @@ if [ -e "$native/CPackConfig.cmake" ] && grep -q 'CPACK_DEBIAN_PACKAGE_ARCHITECT
   echo "  amd64 packages: $(names <<<"$ndepends")"
   check "$arch Depends names the same packages as amd64's" test "$(names <<<"$depends")" = "$(names <<<"$ndepends")"
 elif [ "${CI:-}" = true ]; then
-  echo "FAIL no native amd64 build in $native to compare Depends with (make test builds it)"; failures=$((failures + 1))
+  fail "no native amd64 build in $native to compare Depends with (make test builds it)"
 else
   echo "note: no native amd64 build in $native: Depends not compared"
 fi
@@ -105,17 +103,49 @@ if [ -d "$apt_dir/lists" ]; then
     check "apt ($arch, Debian 12 indexes) would install it on an empty system: $inst packages with its dependencies" \
       grep -q "^Inst diskprobe-exporter .*\[$arch\])" "$work/apt.txt"
   else
-    echo "FAIL apt cannot install it on an empty $arch system:"; sed 's/^/  /' "$work/apt.txt" | tail -20
-    failures=$((failures + 1))
+    fail "apt cannot install it on an empty $arch system:"; sed 's/^/  /' "$work/apt.txt" | tail -20
   fi
 else
   echo "note: no apt state in $apt_dir: installability not checked"
 fi
+
+# The packaged files at work: the stripped exporter from the .deb, under qemu, serves HTTPS with
+# basic auth through the packaged compat libraries (<exe>/../lib/diskprobe_exporter), which link
+# the sysroot's libssl3.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$work/server.key" -out "$work/server.crt" 2>/dev/null
+pw=$(openssl rand -hex 8)
+{ printf 'tls_server_config:\n  cert_file: %s\n  key_file: %s\n' "$work/server.crt" "$work/server.key"
+  if command -v htpasswd >/dev/null; then
+    printf 'basic_auth_users:\n  prometheus: %s\n' "$(htpasswd -nbBC 10 prometheus "$pw" | cut -d: -f2)"
+  fi; } >"$work/web-config.yml"
+"$qemu" -L "$sysroot" "$work/root/usr/bin/diskprobe_exporter" --web.config.file="$work/web-config.yml" \
+  --web.listen-address=127.0.0.1:0 2>"$work/exporter.log" &
+E2E_PIDS+=($!)
+addr=""
+for i in $(seq 1 150); do
+  addr=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$work/exporter.log" | head -n1)
+  [ -n "$addr" ] && break
+  kill -0 "${E2E_PIDS[-1]}" 2>/dev/null || break
+  sleep 0.1
+done
+code=$(curl -s -o "$work/metrics.txt" -w '%{http_code}' --max-time 20 --cacert "$work/server.crt" -u "prometheus:$pw" \
+  "https://$addr/metrics" || true)
+if command -v htpasswd >/dev/null; then
+  check "the packaged $arch exporter under $qemu: HTTPS + basic auth scrape, 200 (got $code), $(grep -c '^diskprobe_' "$work/metrics.txt" 2>/dev/null || true) diskprobe_ samples" \
+    bash -c "[ '$code' = 200 ] && grep -q '^diskprobe_build_info' '$work/metrics.txt'"
+  bad=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 --cacert "$work/server.crt" -u "prometheus:wrong" "https://$addr/metrics" || true)
+  check "... and 401 with a wrong password (got $bad)" test "$bad" = 401
+else
+  [ "${CI:-}" = true ] && fail "htpasswd missing (apache2-utils): basic auth not checked"
+  check "the packaged $arch exporter under $qemu: HTTPS scrape (no htpasswd: TLS only), 200 (got $code)" test "$code" = 200
+fi
+[ "$code" = 200 ] || sed 's/^/  /' "$work/exporter.log" >&2
 
 lintian --no-tag-display-limit "$deb" >"$work/lintian.txt" 2>&1 || true
 printf '%s lintian: %d error(s), %d warning(s), %d info\n' "$arch" "$(grep -c '^E:' "$work/lintian.txt" || true)" \
   "$(grep -c '^W:' "$work/lintian.txt" || true)" "$(grep -c '^I:' "$work/lintian.txt" || true)"
 sed 's/^/  /' "$work/lintian.txt"
 
-if [ "$failures" -gt 0 ]; then echo "$arch package: $failures check(s) failed" >&2; exit 1; fi
+if [ "$FAILURES" -gt 0 ]; then echo "$arch package: $FAILURES check(s) failed" >&2; exit 1; fi
 echo "$arch package: all checks passed"

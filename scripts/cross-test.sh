@@ -2,8 +2,10 @@
 # Cross-builds diskprobe_exporter for arm64 or armhf against a Debian sysroot, runs the unit tests
 # under qemu-user (CTest's CROSSCOMPILING_EMULATOR), and prints the footprint: binary size
 # (as built and stripped) and the RSS after 100 scrapes of the exporter running under qemu.
+# Also builds the .deb for the target and checks it (scripts/cross-package.sh: Depends from
+# dpkg-shlibdeps against the sysroot, ELF machine, installable with apt, lintian findings).
 #   scripts/cross-test.sh arm64|armhf [build directory, default build-<arch>]
-# The end-to-end and packaging tests need the native binary and are left to `make test`.
+# The end-to-end and deployment tests need the native binary and are left to `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:?usage: cross-test.sh arm64|armhf [build dir]}
@@ -16,10 +18,17 @@ esac
 scripts/install-deps.sh cross
 sysroot=${SYSROOT:-build/sysroot-$arch}
 [ -e "$sysroot/usr/include/yaml-cpp" ] || scripts/make-sysroot.sh "$arch" "$sysroot"
+# The sysroot's dpkg database, for dpkg-shlibdeps (sysroots made before make-sysroot.sh wrote it,
+# or moved since).
+if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then
+  scripts/cross-dpkg-db.sh "$sysroot" "$sysroot.apt/archives"
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON \
   -DCMAKE_TOOLCHAIN_FILE="cmake/toolchain-$arch.cmake" -DDISKPROBE_SYSROOT="$PWD/$sysroot"
 cmake --build "$build" -j "${JOBS:-2}"
-ctest --test-dir "$build" --output-on-failure -E '^(e2e_|deploy_|prometheus_rules|dashboards)'
+ctest --test-dir "$build" --output-on-failure -E '^(e2e_|deploy_|prometheus_rules|dashboards|fleet_scale)'
+# The Debian package for the target: Depends from dpkg-shlibdeps, ELF machine, lintian.
+scripts/cross-package.sh "$arch" "$build" "$sysroot"
 
 bin=$build/diskprobe_exporter
 "$triplet-strip" -o "$build/diskprobe_exporter.stripped" "$bin"
