@@ -17,6 +17,7 @@ set -euo pipefail
 sysroot=$(realpath "${1:?usage: cross-dpkg-db.sh <sysroot> <deb directory>}")
 debs=${2:?usage: cross-dpkg-db.sh <sysroot> <deb directory>}
 admin=$sysroot/var/lib/dpkg
+compgen -G "$debs/*.deb" >/dev/null || { echo "cross-dpkg-db: no .deb files in $debs (scripts/make-sysroot.sh keeps them)" >&2; exit 1; }
 rm -rf "$admin.new"
 mkdir -p "$admin.new"/{info,updates}
 echo 1 >"$admin.new/info/format"

@@ -142,7 +142,7 @@ else
 fi
 [ "$code" = 200 ] || sed 's/^/  /' "$work/exporter.log" >&2
 
-lintian --no-tag-display-limit "$deb" >"$work/lintian.txt" 2>&1 || true
+lintian --tag-display-limit 0 "$deb" >"$work/lintian.txt" 2>&1 || true
 printf '%s lintian: %d error(s), %d warning(s), %d info\n' "$arch" "$(grep -c '^E:' "$work/lintian.txt" || true)" \
   "$(grep -c '^W:' "$work/lintian.txt" || true)" "$(grep -c '^I:' "$work/lintian.txt" || true)"
 sed 's/^/  /' "$work/lintian.txt"
