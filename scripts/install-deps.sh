@@ -21,8 +21,9 @@ deploy_pkgs=(ansible ansible-lint docker-compose buildah podman runc libcap2-bin
 command -v npm >/dev/null || deploy_pkgs+=(npm)
 
 # Cross builds (scripts/cross-test.sh): compilers and qemu-user; the target libraries come from a
-# sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root.
-cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static)
+# sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root. lintian,
+# htpasswd and curl: scripts/cross-package.sh lints the .deb and serves HTTPS from it under qemu.
+cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static lintian apache2-utils curl)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
