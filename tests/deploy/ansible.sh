@@ -83,7 +83,7 @@ cat >render.yml <<EOF
     - name: Render
       ansible.builtin.template: {src: "$ROLE/templates/config.yml.j2", dest: "$E2E_WORK/rendered-defaults.yml", mode: "0644"}
 EOF
-ansible-playbook -i localhost, render.yml >render.log 2>&1 || { cat render.log >&2; fail "render the defaults"; }
+ansible-playbook -i localhost, -e ansible_remote_tmp="$E2E_WORK/remote-tmp" render.yml >render.log 2>&1 || { cat render.log >&2; fail "render the defaults"; }
 check "rendered defaults: $("$BUILD/diskprobe_exporter" --config.check --config.file=rendered-defaults.yml 2>&1)" \
   quiet "$BUILD/diskprobe_exporter" --config.check --config.file=rendered-defaults.yml
 cmp_out=$(python3 - "$SRC/config/default.yml" rendered-defaults.yml <<'EOF'
@@ -189,7 +189,14 @@ fi
 systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHINE" -D "$R3" --boot >nspawn.log 2>&1 &
 NSPAWN_PID=$!
 LEADER=
-for i in $(seq 1 50); do LEADER=$(ps -o pid= --ppid "$NSPAWN_PID" | tr -d ' ' | head -n1 || true); [ -n "$LEADER" ] && break; sleep 0.1; done
+# The container's PID 1 is the child of systemd-nspawn that has exec'd systemd (nspawn forks
+# helper children first, which exit).
+for i in $(seq 1 100); do
+  LEADER=$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" { print $1; exit }' || true)
+  [ -n "$LEADER" ] && break
+  kill -0 "$NSPAWN_PID" 2>/dev/null || break
+  sleep 0.1
+done
 echo "$LEADER" >leader.pid
 cat >nsx <<EOF
 #!/bin/sh
@@ -209,6 +216,7 @@ done
 check "the systemd root booted: is-system-running $state after $(( ($(date +%s%N) - t) / 1000000 )) ms (PID 1 in it: $(in_ct cat /proc/1/comm 2>/dev/null))" \
   bash -c "[ '$state' = running ] || [ '$state' = degraded ]"
 [ "$state" = degraded ] && in_ct systemctl --failed --no-legend | sed 's/^/  failed unit: /'
+case "$state" in running|degraded) ;; *) tail -30 nspawn.log >&2; echo "FAIL: the systemd root did not boot" >&2; exit 1 ;; esac
 ct_scrape() {  # ct_scrape <port>: /metrics from inside the container (its own loopback)
   in_ct python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$1/metrics', timeout=5).read().decode())"
 }
