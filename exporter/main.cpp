@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
                  "YAML configuration file, applied on top of the embedded defaults (config/default.yml). "
                  "Without it the defaults alone are used. SIGHUP reloads it.");
   app.add_flag("--config.check", config_check,
-               "Validate the configuration, print every error as file:line:col, exit 0 when valid, 1 when not.");
+               "Validate the configuration (and --web.config.file when given, certificate and key loaded), "
+               "print every error as file:line:col, exit 0 when valid, 1 when not.");
   app.add_option("--web.listen-address", listen,
                  "Addresses to listen on: :PORT, HOST:PORT; repeat the flag or separate with commas.")
       ->capture_default_str()
@@ -205,12 +206,27 @@ int main(int argc, char** argv) {
 
   config::LoadResult loaded = Load(config_file);
   if (config_check) {
-    if (loaded.config) {
-      std::printf("%s: configuration is valid\n", loaded.config->source.c_str());
-      return 0;
+    bool valid = loaded.config != nullptr;
+    if (valid) std::printf("%s: configuration is valid\n", loaded.config->source.c_str());
+    else PrintErrors(loaded.errors);
+    // With --web.config.file, that file too, down to loading the certificate and key as the
+    // server would (a deployment tool can validate both before installing them).
+    if (!web_config_file.empty()) {
+      http::WebConfigResult w = http::LoadWebConfigFile(web_config_file);
+      std::string err;
+      void* ctx = nullptr;
+      if (!w.config) {
+        PrintErrors(w.errors);
+        valid = false;
+      } else if (w.config->tls && (ctx = http::MakeSslContext(*w.config->tls, &err)) == nullptr) {
+        std::fprintf(stderr, "%s: %s\n", web_config_file.c_str(), err.c_str());
+        valid = false;
+      } else {
+        http::FreeSslContext(ctx);
+        std::printf("%s: web configuration is valid\n", web_config_file.c_str());
+      }
     }
-    PrintErrors(loaded.errors);
-    return 1;
+    return valid ? 0 : 1;
   }
   if (!loaded.config) {
     PrintErrors(loaded.errors);

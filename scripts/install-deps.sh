@@ -15,8 +15,9 @@ test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-expor
            prometheus-pushgateway python3-jsonschema)
 # Fleet deployment tests (issue 7): Ansible role lint and chroot run, compose file check,
 # Containerfile build (buildah, rootful, vfs storage) and run (podman with runc: crun cannot start
-# containers in some sandboxes; getcap from libcap2-bin), Kubernetes manifests (schemas from npm).
-deploy_pkgs=(ansible ansible-lint docker-compose buildah podman runc libcap2-bin)
+# containers in some sandboxes; getcap from libcap2-bin), Kubernetes manifests (schemas from npm),
+# systemd-nspawn (systemd-container) boots a root for the Ansible role's start/reload checks.
+deploy_pkgs=(ansible ansible-lint docker-compose buildah podman runc libcap2-bin systemd-container)
 # This machine kind ships Node.js 20 and npm outside dpkg; Debian's npm only where there is none.
 command -v npm >/dev/null || deploy_pkgs+=(npm)
 

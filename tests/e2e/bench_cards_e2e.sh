@@ -36,58 +36,74 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) nbdkit-args...
   card_mkfs_mount
   local mnt=$CARD_MNT
   mkdir -p "$mnt/bench"
-  "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 30s --file-size 32MiB --lock-dir "$LOCKS" \
-    --format json >"$name.json"
-  "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 1s --lock-dir "$LOCKS" >/dev/null 2>&1 || true
-  local J=$name.json
-  b() { jq -r --arg t "$1" '.tests[] | select(.name == $t) | .'"$2" "$J"; }
-  local bytes_sr bytes_sw
-  bytes_sr=$(b seqread bytes); bytes_sw=$(b seqwrite bytes)
-  # fio, the same operations
-  local f_sr f_sw f_rr1 f_rw1 f_rrq f_rwq f_fs f_fs50 f_fs99
-  # QD1 figures on both sides are per operation: the bench divides by the sum of its system calls'
-  # times, so fio's figure is taken from its mean completion latency (clat), not its wall-clock
-  # runtime, which also counts fio's own time between operations (on this shared 2-core machine
-  # 5-12 % of a 1 ms operation).
-  f_sr=$(fiojson --name=sr --filename="$dev" --rw=read --bs=1M --direct=1 --ioengine=psync --size="$bytes_sr" | jq '1048576 / (.jobs[0].read.clat_ns.mean / 1e9)')
-  dd if=/dev/urandom of="$mnt/fio.dat" bs=1M count=32 oflag=direct conv=fsync status=none
-  local t0 t1
-  t0=$(date +%s.%N)
-  # fio's end_fsync is left out of its runtime and bandwidth (measured: "bw" 98 MB/s where the
-  # wall time gave 50), and fdatasync=N with N writes never runs (sync only before a next write).
-  # So: N+1 writes with fdatasync=N: the sync after the Nth is inside the runtime; the extra
-  # buffered 1 MiB write takes microseconds. Figure: N MiB / runtime.
-  local n_sw=$((bytes_sw / 1048576))
-  fiojson --name=sw --fallocate=none --filename="$mnt/fio.dat" --rw=write --bs=1M --ioengine=psync \
-    --fdatasync=$n_sw --size=$(((n_sw + 1) * 1048576)) >sw.json
-  t1=$(date +%s.%N)
-  f_sw=$(jq --argjson b "$bytes_sw" '$b / (.jobs[0].write.runtime / 1000)' sw.json)
-  f_rr1=$(fiojson --name=rr --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].read.clat_ns.mean')
-  f_rw1=$(fiojson --name=rw --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].write.clat_ns.mean')
-  f_rrq=$(fiojson --name=rrq --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].read.iops')
-  f_rwq=$(fiojson --name=rwq --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].write.iops')
-  fiojson --name=fs --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --fdatasync=1 --ioengine=psync --runtime=4 --time_based >fs.json
-  f_fs=$(jq '.jobs[0].write.clat_ns.mean / 1e9 + .jobs[0].sync.lat_ns.mean / 1e9' fs.json)
-  # fio times the write and the fdatasync apart; the bench times the pair. Their medians add up
-  # when one of them barely varies (the buffered write: microseconds): p50 is compared, means
-  # printed (a few slow journal commits among ~400 pairs move a 4 s mean by 10-20 %).
-  local f_fsp50
-  f_fsp50=$(jq '.jobs[0].write.clat_ns.percentile["50.000000"] / 1e9 + .jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
-  f_fs50=$(jq '.jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
-  f_fs99=$(jq '.jobs[0].sync.lat_ns.percentile["99.000000"] / 1e9' fs.json)
-  printf '%-16s %14s %14s %7s\n' "card $name" "bench" "fio" "ratio"
-  local row
+  # Both sides are measured again (up to three times in all) when a comparison misses: on this
+  # shared 2-core machine another job can slow one side's 4 s window (seen: fio's randwrite at 0.84x
+  # of the bench's while a compiler ran). The checks use the last measurement.
+  local attempt misses
+  for attempt in 1 2 3; do
+    "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 30s --file-size 32MiB --lock-dir "$LOCKS" \
+      --format json >"$name.json"
+    "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 1s --lock-dir "$LOCKS" >/dev/null 2>&1 || true
+    local J=$name.json
+    b() { jq -r --arg t "$1" '.tests[] | select(.name == $t) | .'"$2" "$J"; }
+    local bytes_sr bytes_sw
+    bytes_sr=$(b seqread bytes); bytes_sw=$(b seqwrite bytes)
+    # fio, the same operations
+    local f_sr f_sw f_rr1 f_rw1 f_rrq f_rwq f_fs f_fs50 f_fs99
+    # QD1 figures on both sides are per operation: the bench divides by the sum of its system calls'
+    # times, so fio's figure is taken from its mean completion latency (clat), not its wall-clock
+    # runtime, which also counts fio's own time between operations (on this shared 2-core machine
+    # 5-12 % of a 1 ms operation).
+    f_sr=$(fiojson --name=sr --filename="$dev" --rw=read --bs=1M --direct=1 --ioengine=psync --size="$bytes_sr" | jq '1048576 / (.jobs[0].read.clat_ns.mean / 1e9)')
+    dd if=/dev/urandom of="$mnt/fio.dat" bs=1M count=32 oflag=direct conv=fsync status=none
+    local t0 t1
+    t0=$(date +%s.%N)
+    # fio's end_fsync is left out of its runtime and bandwidth (measured: "bw" 98 MB/s where the
+    # wall time gave 50), and fdatasync=N with N writes never runs (sync only before a next write).
+    # So: N+1 writes with fdatasync=N: the sync after the Nth is inside the runtime; the extra
+    # buffered 1 MiB write takes microseconds. Figure: N MiB / runtime.
+    local n_sw=$((bytes_sw / 1048576))
+    fiojson --name=sw --fallocate=none --filename="$mnt/fio.dat" --rw=write --bs=1M --ioengine=psync \
+      --fdatasync=$n_sw --size=$(((n_sw + 1) * 1048576)) >sw.json
+    t1=$(date +%s.%N)
+    f_sw=$(jq --argjson b "$bytes_sw" '$b / (.jobs[0].write.runtime / 1000)' sw.json)
+    f_rr1=$(fiojson --name=rr --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].read.clat_ns.mean')
+    f_rw1=$(fiojson --name=rw --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].write.clat_ns.mean')
+    f_rrq=$(fiojson --name=rrq --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].read.iops')
+    f_rwq=$(fiojson --name=rwq --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].write.iops')
+    fiojson --name=fs --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --fdatasync=1 --ioengine=psync --runtime=4 --time_based >fs.json
+    f_fs=$(jq '.jobs[0].write.clat_ns.mean / 1e9 + .jobs[0].sync.lat_ns.mean / 1e9' fs.json)
+    # fio times the write and the fdatasync apart; the bench times the pair. Their medians add up
+    # when one of them barely varies (the buffered write: microseconds): p50 is compared, means
+    # printed (a few slow journal commits among ~400 pairs move a 4 s mean by 10-20 %).
+    local f_fsp50
+    f_fsp50=$(jq '.jobs[0].write.clat_ns.percentile["50.000000"] / 1e9 + .jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
+    f_fs50=$(jq '.jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
+    f_fs99=$(jq '.jobs[0].sync.lat_ns.percentile["99.000000"] / 1e9' fs.json)
+    printf '%-16s %14s %14s %7s\n' "card $name" "bench" "fio" "ratio"
+    local row
+    misses=0
+    for row in "seqread bytes_per_second $f_sr B/s" "seqwrite bytes_per_second $f_sw B/s" \
+               "randread_qd1 iops $f_rr1 IOPS" "randwrite_qd1 iops $f_rw1 IOPS" \
+               "randread_qd32 iops $f_rrq IOPS" "randwrite_qd32 iops $f_rwq IOPS" \
+               "fdatasync latency_seconds.p50 $f_fsp50 s(p50)" "fdatasync latency_seconds.mean $f_fs s(mean)"; do
+      set -- $row
+      local mine
+      mine=$(b "$1" "$2")
+      printf '%-16s %14.6g %14.6g %7s %s\n' "$1" "$mine" "$3" "$(ratio "$mine" "$3")" "$4"
+      if [[ $1 =~ ^($checked)$ && $4 != "s(mean)" ]] && ! within "$mine" "$3" 10; then misses=$((misses + 1)); fi
+    done
+    [ "$misses" = 0 ] && break
+    [ "$attempt" = 3 ] || log "card $name: $misses comparison(s) outside 10 % on attempt $attempt; measuring both sides again"
+  done
   for row in "seqread bytes_per_second $f_sr B/s" "seqwrite bytes_per_second $f_sw B/s" \
              "randread_qd1 iops $f_rr1 IOPS" "randwrite_qd1 iops $f_rw1 IOPS" \
              "randread_qd32 iops $f_rrq IOPS" "randwrite_qd32 iops $f_rwq IOPS" \
-             "fdatasync latency_seconds.p50 $f_fsp50 s(p50)" "fdatasync latency_seconds.mean $f_fs s(mean)"; do
+             "fdatasync latency_seconds.p50 $f_fsp50 s(p50)"; do
     set -- $row
-    local mine
+    [[ $1 =~ ^($checked)$ ]] || continue
     mine=$(b "$1" "$2")
-    printf '%-16s %14.6g %14.6g %7s %s\n' "$1" "$mine" "$3" "$(ratio "$mine" "$3")" "$4"
-    if [[ $1 =~ ^($checked)$ && $4 != "s(mean)" ]]; then
-      check "card $name $1: bench $mine vs fio $3 $4 within 10 %" within "$mine" "$3" 10
-    fi
+    check "card $name $1: bench $mine vs fio $3 $4 within 10 % (attempt $attempt)" within "$mine" "$3" 10
   done
   log "card $name fdatasync p50/p99: bench $(b fdatasync latency_seconds.p50)/$(b fdatasync latency_seconds.p99) s; fio sync-only p50/p99 $f_fs50/$f_fs99 s (write+sync mean $f_fs s); fio seq write wall $(awk -v a="$t0" -v b="$t1" -v n="$bytes_sw" 'BEGIN { printf "%.0f B/s incl. start-up", n / (b - a) }')"
 

@@ -59,6 +59,19 @@ else
   check "invalid web config: the missing key_file" grep -q '^bad-web.yml:2:3: tls_server_config: key_file is required' bad-web.err
 fi
 
+log "--config.check validates the web config too"
+check "--config.check --web.config.file=web.yml: valid" bash -c \
+  "'$EXPORTER' --config.check --web.config.file=web.yml | grep -q '^web.yml: web configuration is valid'"
+rc=0; "$EXPORTER" --config.check --web.config.file=bad-web.yml >check.out 2>check.err || rc=$?
+check "--config.check --web.config.file=bad-web.yml: exit 1 (got $rc) with bad-web.yml:3:3" \
+  bash -c "[ $rc = 1 ] && grep -q '^bad-web.yml:3:3: ' check.err"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=x \
+  -keyout stray.key -out stray.crt 2>/dev/null
+sed 's/key_file: server.key/key_file: stray.key/' web.yml >mismatch-web.yml
+rc=0; "$EXPORTER" --config.check --web.config.file=mismatch-web.yml >check.out 2>check.err || rc=$?
+check "--config.check with a key that does not match the certificate: exit 1 (got $rc): $(head -c 120 check.err)" \
+  bash -c "[ $rc = 1 ] && grep -q 'stray.key' check.err"
+
 log "HTTPS with basic auth"
 start_exporter --web.config.file=web.yml --no-collector.probes
 check "log says tls=true basic_auth=true" grep -q 'msg=listening .*tls=true basic_auth=true' "$E2E_WORK/exporter.log"
