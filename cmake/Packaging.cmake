@@ -17,10 +17,10 @@ set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_PACKAGE_CONTACT "diskprobe_exporter maintainers <maintainers@users.noreply.a-seed-2ffc495c.example>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Prometheus exporter for SD cards, eMMC and disks of Raspberry Pi fleets")
 # The extended description only: CPack puts CPACK_PACKAGE_DESCRIPTION_SUMMARY first as the synopsis.
-set(CPACK_PACKAGE_DESCRIPTION
-    "Serves the kernel's block statistics, SD/eMMC bus and card facts, kernel\n"
-    "I/O error messages and the results of scheduled low-impact I/O probes to\n"
-    "Prometheus, with optional TLS and basic authentication.")
+# One string: several arguments would make a CMake list, whose ";" separators end up in the text.
+set(CPACK_PACKAGE_DESCRIPTION "Serves the kernel's block statistics, SD/eMMC bus and card facts, kernel
+I/O error messages and the results of scheduled low-impact I/O probes to
+Prometheus, with optional TLS and basic authentication.")
 set(CPACK_DEBIAN_PACKAGE_SECTION "net")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_FILE_NAME "DEB-DEFAULT")

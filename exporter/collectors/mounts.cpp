@@ -77,6 +77,7 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     const std::string self = util::JoinPath(ctx.paths.procfs, "self/mountinfo");
     fd_ = ::open(pid1.c_str(), O_RDONLY | O_CLOEXEC);
     int e1 = errno;
+    fd_is_self_ = fd_ < 0;
     if (fd_ < 0) fd_ = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
       *error = pid1 + ": " + std::strerror(e1) + "; " + self + ": " + std::strerror(errno);
@@ -128,8 +129,9 @@ bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
       auto it = map_.find({m.major, m.minor});
       if (it == map_.end()) continue;
       const BlockLocation& where = it->second;
+      // In our own namespace (fd_is_self_) per-mount "ro" is the sandbox's, not the host's.
       fs[{where.disk, m.fstype, m.mount_point, where.partition}] =
-          parsers::IsReadOnly(m.mount_options, m.super_options);
+          parsers::IsReadOnly(fd_is_self_ ? std::string_view() : std::string_view(m.mount_options), m.super_options);
       // ext2/ext3 mounted by the ext4 driver have their directory under /sys/fs/ext4 too.
       if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4[where.partition] = where.disk;
     }

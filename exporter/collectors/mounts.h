@@ -63,6 +63,11 @@ class MountsCollector : public Collector {
   int fd_ = -1;               // open mountinfo (kept for poll), -1 before the first scrape
   std::string fd_procfs_;     // the procfs root fd_ was opened under
   bool fd_on_procfs_ = false;
+  // fd_ is <procfs>/self/mountinfo because /proc/1 is hidden (systemd's ProtectProc=invisible,
+  // a container without hostPID): our own mount namespace, where ProtectSystem=strict or a
+  // read-only container mount make mounts "ro" that are writable on the host. Then only the
+  // superblock options tell whether the filesystem is read-only.
+  bool fd_is_self_ = false;
   std::vector<parsers::MountInfo> mounts_;
   DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;

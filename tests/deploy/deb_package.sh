@@ -122,6 +122,16 @@ check "still alive after the HTTPS request" kill -0 "$RPID"
 kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true
 [ "$c" = 200 ] || cat "$E2E_WORK/root-tls.log" >&2
 
+log "remove, then install again: the service is enabled and not masked"
+in_root apt-get remove -y -qq diskprobe-exporter >>apt.log 2>&1 || fail "apt-get remove"
+mask=$ROOT/etc/systemd/system/diskprobe_exporter.service
+echo "  after remove: $(readlink "$mask" || echo 'no mask')"
+in_root apt-get install -y -qq --no-install-recommends "/tmp/$(basename "$DEB")" >>apt.log 2>&1 || fail "apt-get install again"
+check "reinstalled after remove: no mask left ($(readlink "$mask" || echo none))" test ! -L "$mask"
+check "reinstalled after remove: enabled (wants symlink)" \
+  test -L "$ROOT/etc/systemd/system/multi-user.target.wants/diskprobe_exporter.service"
+check "Description has no CMake list separators" bash -c "! dpkg-deb -f '$DEB' Description | grep -q ';'"
+
 log "purge"
 in_root apt-get purge -y -qq diskprobe-exporter >>apt.log 2>&1 || fail "apt-get purge"
 check "purge removes /var/lib/diskprobe_exporter and the conffile" bash -c \

@@ -126,17 +126,24 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   EXPECT_EQ(text.find("error_timestamp_seconds{device=\"sda\""), std::string::npos);
 }
 
+// /proc/1 hidden (ProtectProc=invisible): our own namespace, where ProtectSystem=strict makes "/"
+// a read-only *mount* of a writable filesystem. Only the superblock says read-only there (the
+// packaged unit once reported every root filesystem read-only this way).
 TEST(Mounts, SelfWhenPid1IsHidden) {
   TempDir t;
   fs::create_directories(t.path() + "/self");
-  std::ofstream(t.path() + "/self/mountinfo") << "27 1 179:2 / / ro,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+  std::ofstream(t.path() + "/self/mountinfo")
+      << "27 1 179:2 / / ro,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n"
+      << "28 27 179:1 / /boot/firmware ro,relatime shared:2 - vfat /dev/mmcblk0p1 ro,fmask=0022\n";
   Paths p = FaultsPaths();
   p.procfs = t.path();
   DeviceList d = Devices(p);
   MountsCollector c;
   Families out;
   ASSERT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
-  EXPECT_NE(Render(out).find("mountpoint=\"/\",partition=\"mmcblk0p2\"} 1\n"), std::string::npos) << Render(out);
+  const std::string text = Render(out);
+  EXPECT_NE(text.find("mountpoint=\"/\",partition=\"mmcblk0p2\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"), std::string::npos) << text;
 }
 
 TEST(Mounts, UnreadableMountinfoFails) {
