@@ -6,7 +6,7 @@
 #  2. the amd64 .deb from CPack, the image built from the Containerfile with buildah
 #     (--platform linux/amd64, BASE=<that base>); its user, entrypoint, port, OCI labels and the
 #     binary's file capabilities checked; its size printed;
-#  3. the image run with podman exactly as deploy/kubernetes/daemonset.yaml runs it: the init
+#  3. the image run with podman exactly as deploy/kubernetes/base/daemonset.yaml runs it: the init
 #     container, then the exporter with the DaemonSet's args, user, privileged flag, read-only root
 #     and mounts, all read from the manifest (tests/deploy/kubernetes/check_manifests.py), so the
 #     two cannot drift. Only host paths with nothing to show on this machine are swapped: the
@@ -181,7 +181,7 @@ else
   fail "--cap-add DAC_READ_SEARCH --cap-add SYSLOG: $(tail -n1 caps.log)"
 fi
 
-log "3. run it as deploy/kubernetes/daemonset.yaml does"
+log "3. run it as deploy/kubernetes/base/daemonset.yaml does"
 # An emulated card: its ext4 filesystem is the probe directory (the one writable host path).
 truncate -s 96M card.img
 LOOP=$(losetup -f --show --direct-io=on card.img)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/kubernetes, checked offline (no cluster, no kubectl: neither is in Debian 12):
+# deploy/kubernetes, checked offline (no cluster; kubectl is not in Debian 12, so not needed):
 #  1. every manifest validates against the Kubernetes OpenAPI schemas (kubernetes-models) and the
 #     prometheus-operator CRD schema (@kubernetes-models/prometheus-operator), with ajv, and has no
 #     field the schema does not know (TypeScript's excess property check on the models' generated
@@ -10,7 +10,14 @@
 #     read-only, the --path.* flags resolve through the mounts to the right host paths, the
 #     ConfigMap has config/default.yml's keys and passes `diskprobe_exporter --config.check`,
 #     ports/Service/ServiceMonitor/probes agree, privileges as documented, kustomizations complete;
-#     and it fails on a copy with a writable /sys mount, a wrong --path.sysfs and a bad config.
+#     and it fails on a copy with a writable /sys mount, a wrong --path.sysfs and a bad config;
+#  4. tests/deploy/kubernetes/check_kustomize.py: both `kubectl apply -k` roots (deploy/kubernetes,
+#     deploy/kubernetes/servicemonitor) and base/ obey kustomize's loader rules: every listed
+#     resource exists, no kustomization lists a directory that is itself or an ancestor of a
+#     kustomization on the way to it (kustomize: "cycle detected"), files stay under their
+#     kustomization; it fails on a copy whose overlay lists `..` and on a missing resource. When a
+#     kubectl binary happens to be on PATH (not a prerequisite), `kubectl kustomize` of every root
+#     must succeed and give exactly the objects of the manifest files, and must refuse the `..` copy.
 # Needs node + npm (the npm registry, once: packages pinned in tests/deploy/kubernetes/package-lock.json
 # are installed with `npm ci` into <build>/k8s-validate, reused while the lock file is unchanged),
 # python3-yaml and the exporter binary in the build directory. Missing tools: skip (77) outside
@@ -65,7 +72,7 @@ mkdir -p "$NEG"
 python3 - "$K8S" "$NEG" <<'EOF'
 import copy, sys, yaml
 src, out = sys.argv[1], sys.argv[2]
-ds = yaml.safe_load(open(f"{src}/daemonset.yaml"))
+ds = yaml.safe_load(open(f"{src}/base/daemonset.yaml"))
 def dump(name, obj):
     with open(f"{out}/{name}.yaml", "w") as fh:
         yaml.safe_dump(obj, fh)
@@ -110,16 +117,16 @@ cp -r "$K8S" "$BAD"
 python3 - "$BAD" <<'EOF'
 import sys, yaml
 d = sys.argv[1]
-ds = yaml.safe_load(open(f"{d}/daemonset.yaml"))
+ds = yaml.safe_load(open(f"{d}/base/daemonset.yaml"))
 c = ds["spec"]["template"]["spec"]["containers"][0]
 for m in c["volumeMounts"]:
     if m["name"] == "sys":
         m["readOnly"] = False
 c["args"] = [a.replace("--path.sysfs=/host/sys", "--path.sysfs=/sys") for a in c["args"]]
-yaml.safe_dump(ds, open(f"{d}/daemonset.yaml", "w"))
-cm = yaml.safe_load(open(f"{d}/configmap.yaml"))
+yaml.safe_dump(ds, open(f"{d}/base/daemonset.yaml", "w"))
+cm = yaml.safe_load(open(f"{d}/base/configmap.yaml"))
 cm["data"]["config.yml"] = cm["data"]["config.yml"].replace("probe_file_size: 16MiB", "probe_file_size: lots")
-yaml.safe_dump(cm, open(f"{d}/configmap.yaml", "w"))
+yaml.safe_dump(cm, open(f"{d}/base/configmap.yaml", "w"))
 EOF
 if python3 "$HERE/check_manifests.py" "$BAD" "$BUILD/diskprobe_exporter" "$SRC" >"$E2E_WORK/bad.txt" 2>&1; then
   fail "the checks passed a DaemonSet with a writable /sys and a bad config"
@@ -128,6 +135,37 @@ check "checks catch the writable /sys mount" grep -q 'FAIL: diskprobe-exporter: 
 check "checks catch --path.sysfs not pointing at the /sys mount" grep -q 'FAIL: --path.sysfs=/sys' "$E2E_WORK/bad.txt"
 check "checks catch a config that --config.check refuses: $(grep -o 'probe_file_size.*' "$E2E_WORK/bad.txt" | head -n1 | cut -c1-100)" \
   grep -q 'FAIL: diskprobe_exporter --config.check' "$E2E_WORK/bad.txt"
+
+log "4. kustomize: both apply -k roots build (loader rules; kubectl kustomize when present)"
+KUBECTL=$(command -v kubectl || true)
+echo "  kubectl: ${KUBECTL:-absent, rules checked without it}${KUBECTL:+ ($("$KUBECTL" version --client 2>/dev/null | tr '\n' ' '))}"
+if python3 "$HERE/check_kustomize.py" "$K8S" $KUBECTL >"$E2E_WORK/kustomize.txt" 2>&1; then
+  ok "kustomize checks: $(grep -c '^ok:' "$E2E_WORK/kustomize.txt") passed"
+else
+  fail "kustomize checks"
+fi
+sed 's/^/  /' "$E2E_WORK/kustomize.txt"
+check "the rules walked both apply -k roots" grep -q '^ok: servicemonitor: 5 objects' "$E2E_WORK/kustomize.txt"
+check "... and the plain root" grep -q '^ok: \.: 4 objects' "$E2E_WORK/kustomize.txt"
+if [ -n "$KUBECTL" ]; then
+  check "kubectl kustomize built every root like the files" \
+    test "$(grep -c '^ok: kubectl kustomize .*every object equal' "$E2E_WORK/kustomize.txt")" -eq 3
+fi
+
+log "4b. the kustomize checks fail on an overlay listing its parent, and on a missing resource"
+CYC=$E2E_WORK/cycle MISS=$E2E_WORK/missing
+cp -r "$K8S" "$CYC" && cp -r "$K8S" "$MISS"
+printf 'resources:\n  - ..\n  - servicemonitor.yaml\n' >"$CYC/servicemonitor/kustomization.yaml"
+rm "$MISS/base/service.yaml"
+python3 "$HERE/check_kustomize.py" "$CYC" $KUBECTL >"$E2E_WORK/cycle.txt" 2>&1 && fail "the checks passed an overlay listing .."
+check "the rule catches the overlay listing ..: $(grep -m1 -o 'cycle: .*' "$E2E_WORK/cycle.txt")" \
+  grep -q '^FAIL: servicemonitor/kustomization.yaml: resource \.\. .*cycle: candidate root \. contains visited root servicemonitor' "$E2E_WORK/cycle.txt"
+if [ -n "$KUBECTL" ]; then
+  check "kubectl kustomize agrees: $(grep -m1 -o 'cycle detected.*' "$E2E_WORK/cycle.txt" | sed "s|$E2E_WORK/||g" | cut -c1-110)" \
+    grep -q "^FAIL: kubectl kustomize servicemonitor succeeds:.*cycle detected" "$E2E_WORK/cycle.txt"
+fi
+python3 "$HERE/check_kustomize.py" "$MISS" >"$E2E_WORK/missing.txt" 2>&1 && fail "the checks passed a missing resource"
+check "the rule catches a missing resource" grep -q '^FAIL: base/kustomization.yaml: resource service.yaml exists' "$E2E_WORK/missing.txt"
 
 if [ "$FAILURES" -gt 0 ]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
 echo "all kubernetes manifest checks passed"
