@@ -282,8 +282,20 @@ int main(int argc, char** argv) {
     active_names += (active_names.empty() ? "" : ",") + all[i].name;
   }
   log::Info("collectors enabled", {{"collectors", active_names}});
+  // --no-collector.probes stops the probes' I/O too, not only their series: with the collector
+  // off nobody would see the results of the I/O they do.
+  bool probes_enabled = false;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].name == "probes" && enabled[i]) probes_enabled = true;
+  auto probe_config = [&](std::shared_ptr<const config::Config> c) -> std::shared_ptr<const config::Config> {
+    if (probes_enabled || !c->probes.enabled) return c;
+    auto copy = std::make_shared<config::Config>(*c);
+    copy->probes.enabled = false;
+    return copy;
+  };
+  if (!probes_enabled && cfg->probes.enabled) log::Info("probes not run: the probes collector is disabled");
   ProbeManager probes(paths.sysfs, "/dev", &devices);
-  probes.Start(cfg);
+  probes.Start(probe_config(cfg));
   Scraper scraper(paths, &devices, std::move(active), &probes);
   scraper.SetReloadResult(true, UnixNow());
 
@@ -318,12 +330,12 @@ int main(int argc, char** argv) {
       if (r.config && !web_ok) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
-        probes.Reconfigure(cfg);
+        probes.Reconfigure(probe_config(cfg));
         scraper.SetReloadResult(false, 0);
       } else if (r.config) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
-        probes.Reconfigure(cfg);
+        probes.Reconfigure(probe_config(cfg));
         scraper.SetReloadResult(true, UnixNow());
         log::Info("configuration reloaded", {{"config", cfg->source}});
       } else {

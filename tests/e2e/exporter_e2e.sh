@@ -181,6 +181,16 @@ exec 7>&-
 check "SIGTERM with an idle client connection: exit 0 (got $rc) within 2000 ms (took ${elapsed_ms} ms)" \
   bash -c "[ $rc = 0 ] && [ $elapsed_ms -lt 2000 ]"
 
+# --no-collector.probes stops the probes' I/O, not only their series (the default config enables
+# them): no probe thread logs, no probe file is opened.
+start_exporter --no-collector.probes
+sleep 2
+scrape >np.txt
+check "--no-collector.probes: said so, no probe series, no probe activity logged" bash -c \
+  "grep -q 'probes not run: the probes collector is disabled' '$E2E_WORK/exporter.log' &&
+   ! grep -q '^diskprobe_probe_' np.txt && ! grep -qE 'msg=\"probe (file|failed)' '$E2E_WORK/exporter.log'"
+kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+
 # docs/metrics.md lists every family the exporter serves.
 docs=$SRC/docs/metrics.md
 if [ -f "$docs" ]; then
