@@ -171,7 +171,10 @@ void BasicAuth::SetUsers(std::vector<std::pair<std::string, std::string>> users)
   auto next = std::make_shared<const Users>(std::move(users));
   std::lock_guard<std::mutex> lock(mu_);
   users_ = std::move(next);
-  cache_.clear();
+  // The cache is kept: a key covers (user, password, hash), so entries of a changed or removed
+  // user's hash can never match again, and unchanged users need no new bcrypt. Clearing it made
+  // every reload (an Ansible run, a certificate rotation) cost each scraper a bcrypt, and an HA
+  // Prometheus pair scraping at once got 429 for one of them.
 }
 
 std::uint64_t BasicAuth::verifications() const {

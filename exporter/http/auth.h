@@ -45,7 +45,8 @@ class BasicAuth {
   // compat libraries for the cache's HMAC (http/tls.h); throws std::runtime_error when they cannot be.
   explicit BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify = BcryptVerify);
 
-  // Replaces the users (SIGHUP reload of --web.config.file) and empties the credential cache.
+  // Replaces the users (SIGHUP reload of --web.config.file). Cached credentials of users whose
+  // hash is unchanged stay valid; those of changed or removed users can no longer match.
   // Requests already past the user lookup finish against the old hashes.
   void SetUsers(std::vector<std::pair<std::string, std::string>> users);
 

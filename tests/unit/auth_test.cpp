@@ -148,22 +148,26 @@ TEST(BasicAuth, CacheIsBounded) {
   EXPECT_LE(auth.cached(), BasicAuth::kMaxCached);
 }
 
-TEST(BasicAuth, SetUsersReplacesUsersAndForgetsVerifiedCredentials) {
+TEST(BasicAuth, SetUsersReplacesUsersAndKeepsWhatStillHolds) {
   int verified = 0;
-  BasicAuth auth(Users{{"alice", "hash-a"}}, [&](std::string_view pw, const std::string& hash) {
+  BasicAuth auth(Users{{"alice", "hash-a"}, {"carol", "hash-c"}}, [&](std::string_view pw, const std::string& hash) {
     ++verified;
-    return (hash == "hash-a" && pw == "old") || (hash == "hash-b" && pw == "new");
+    return (hash == "hash-a" && pw == "old") || (hash == "hash-b" && pw == "new") || (hash == "hash-c" && pw == "c");
   });
   EXPECT_EQ(auth.Check(Basic("alice:old")), BasicAuth::Result::kOk);
-  EXPECT_EQ(auth.cached(), 1u);
-  auth.SetUsers(Users{{"alice", "hash-b"}, {"bob", "hash-b"}});
-  EXPECT_EQ(auth.cached(), 0u);
+  EXPECT_EQ(auth.Check(Basic("carol:c")), BasicAuth::Result::kOk);
+  EXPECT_EQ(verified, 2);
+  auth.SetUsers(Users{{"alice", "hash-b"}, {"bob", "hash-b"}, {"carol", "hash-c"}});
   EXPECT_EQ(auth.Check(Basic("alice:old")), BasicAuth::Result::kDenied);  // the old password is gone
+  EXPECT_EQ(verified, 3);  // ... after a bcrypt against the new hash, not from the cache
+  EXPECT_EQ(auth.Check(Basic("carol:c")), BasicAuth::Result::kOk);  // unchanged user: still cached
+  EXPECT_EQ(verified, 3);
   EXPECT_EQ(auth.Check(Basic("alice:new")), BasicAuth::Result::kOk);
   EXPECT_EQ(auth.Check(Basic("bob:new")), BasicAuth::Result::kOk);
-  EXPECT_EQ(verified, 4);
+  EXPECT_EQ(verified, 5);
   auth.SetUsers(Users{{"bob", "hash-b"}});
   EXPECT_EQ(auth.Check(Basic("alice:new")), BasicAuth::Result::kDenied);  // removed user
+  EXPECT_EQ(auth.Check(Basic("carol:c")), BasicAuth::Result::kDenied);    // removed, though cached
 }
 
 TEST(RequireBasicAuth, AnswersBeforeAnyRoute) {
