@@ -17,7 +17,8 @@
 #     kustomization on the way to it (kustomize: "cycle detected"), files stay under their
 #     kustomization; it fails on a copy whose overlay lists `..` and on a missing resource. When a
 #     kubectl binary happens to be on PATH (not a prerequisite), `kubectl kustomize` of every root
-#     must succeed and give exactly the objects of the manifest files, and must refuse the `..` copy.
+#     must succeed and give exactly the objects of the manifest files, must refuse the `..` copy,
+#     and the comparison must notice a namePrefix added to a copy. KUBECTL= forces the no-kubectl run.
 # Needs node + npm (the npm registry, once: packages pinned in tests/deploy/kubernetes/package-lock.json
 # are installed with `npm ci` into <build>/k8s-validate, reused while the lock file is unchanged),
 # python3-yaml and the exporter binary in the build directory. Missing tools: skip (77) outside
@@ -137,7 +138,8 @@ check "checks catch a config that --config.check refuses: $(grep -o 'probe_file_
   grep -q 'FAIL: diskprobe_exporter --config.check' "$E2E_WORK/bad.txt"
 
 log "4. kustomize: both apply -k roots build (loader rules; kubectl kustomize when present)"
-KUBECTL=$(command -v kubectl || true)
+# KUBECTL= (set, empty) runs the checks as on a machine without kubectl.
+KUBECTL=${KUBECTL-$(command -v kubectl || true)}
 echo "  kubectl: ${KUBECTL:-absent, rules checked without it}${KUBECTL:+ ($("$KUBECTL" version --client 2>/dev/null | tr '\n' ' '))}"
 if python3 "$HERE/check_kustomize.py" "$K8S" $KUBECTL >"$E2E_WORK/kustomize.txt" 2>&1; then
   ok "kustomize checks: $(grep -c '^ok:' "$E2E_WORK/kustomize.txt") passed"
@@ -163,6 +165,13 @@ check "the rule catches the overlay listing ..: $(grep -m1 -o 'cycle: .*' "$E2E_
 if [ -n "$KUBECTL" ]; then
   check "kubectl kustomize agrees: $(grep -m1 -o 'cycle detected.*' "$E2E_WORK/cycle.txt" | sed "s|$E2E_WORK/||g" | cut -c1-110)" \
     grep -q "^FAIL: kubectl kustomize servicemonitor succeeds:.*cycle detected" "$E2E_WORK/cycle.txt"
+fi
+if [ -n "$KUBECTL" ]; then  # a transformer the file comparison does not model: kubectl's output differs
+  PFX=$E2E_WORK/prefix
+  cp -r "$K8S" "$PFX" && printf 'namePrefix: x-\n' >>"$PFX/base/kustomization.yaml"
+  python3 "$HERE/check_kustomize.py" "$PFX" "$KUBECTL" >"$E2E_WORK/prefix.txt" 2>&1 && fail "the comparison passed a namePrefix"
+  check "the comparison with kubectl kustomize notices a namePrefix: $(grep -m1 -o "only built.*" "$E2E_WORK/prefix.txt" | cut -c1-90)" \
+    grep -q '^FAIL: kubectl kustomize \.: the same 4 objects as the files' "$E2E_WORK/prefix.txt"
 fi
 python3 "$HERE/check_kustomize.py" "$MISS" >"$E2E_WORK/missing.txt" 2>&1 && fail "the checks passed a missing resource"
 check "the rule catches a missing resource" grep -q '^FAIL: base/kustomization.yaml: resource service.yaml exists' "$E2E_WORK/missing.txt"
