@@ -121,7 +121,11 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
   const std::string nthreads = std::to_string(threads < 1 ? 1 : threads);
   const char* options[] = {"listening_ports", ports.c_str(),
                            "num_threads", nthreads.c_str(),
-                           "request_timeout_ms", "30000",
+                           // A connection that sends no complete request holds a worker this
+                           // long (civetweb gives each connection a worker): 5 s, not 30, bounds
+                           // what idle or slowloris connections cost. Prometheus sends its
+                           // request at once; the body is written well within it.
+                           "request_timeout_ms", "5000",
                            "enable_keep_alive", "yes",
                            "tcp_nodelay", "1",
                            nullptr};

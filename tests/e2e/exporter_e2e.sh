@@ -181,6 +181,20 @@ exec 7>&-
 check "SIGTERM with an idle client connection: exit 0 (got $rc) within 2000 ms (took ${elapsed_ms} ms)" \
   bash -c "[ $rc = 0 ] && [ $elapsed_ms -lt 2000 ]"
 
+# Idle connections hold civetweb workers (one per connection) until request_timeout_ms: with all
+# 8 workers held, a scrape must still finish within Prometheus' default scrape timeout (10 s).
+start_exporter --no-collector.probes
+port=${EXPORTER_ADDR##*:}
+for fd in 20 21 22 23 24 25 26 27; do eval "exec $fd<>/dev/tcp/127.0.0.1/$port"; done
+sleep 0.3
+t0=$(date +%s%N)
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 12 "http://$EXPORTER_ADDR/metrics" || true)
+idle_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+for fd in 20 21 22 23 24 25 26 27; do eval "exec $fd>&-"; done
+check "8 idle connections holding every worker: the scrape still answers $code within 10 s (took ${idle_ms} ms)" \
+  bash -c "[ '$code' = 200 ] && [ $idle_ms -lt 10000 ]"
+kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+
 # --no-collector.probes stops the probes' I/O, not only their series (the default config enables
 # them): no probe thread logs, no probe file is opened.
 start_exporter --no-collector.probes
