@@ -609,7 +609,7 @@ check "a missing certificate fails at the validate step: task '$failed_task': $(
 check "the old web-config.yml stays, the service runs on (MainPID $(ct_pid)), the password still works: $(ct_code "$PORT3" "prometheus:$PW4")" \
   test "$(sha256sum <"$R3/etc/diskprobe_exporter/web-config.yml"):$(ct_pid):$(ct_code "$PORT3" "prometheus:$PW4")" = "$beforew:$PIDW2:200"
 
-log "run 6-8: architectures"
+log "architectures (runs 9-11)"
 play armv6 fail --limit pi-deb.test -e ansible_architecture=armv6l
 check "armv6l refused: $(grep -o 'does not support ARMv6 ([^)]*)' armv6.log | head -n1)" grep -q 'Raspberry Pi 1 A/B/A+/B+, Zero, Zero W or Compute Module 1' armv6.log
 play arm32 fail --limit pi-deb.test -e ansible_architecture=aarch64 -e ansible_userspace_bits=32
@@ -618,7 +618,7 @@ check "aarch64 kernel + 32-bit userland maps to armhf (then dpkg, which says amd
 play riscv fail --limit pi-deb.test -e ansible_architecture=riscv64
 check "riscv64 refused: no package for the architecture" grep -q 'no package for the architecture riscv64' riscv.log
 
-log "run 9-10: the package directory"
+log "the package directory (runs 12-13)"
 play nodeb fail --limit pi-deb.test -e diskprobe_exporter_deb_dir=$E2E_WORK/empty
 check "no package for the architecture in the directory: clear message" \
   grep -q "No diskprobe-exporter_\*_amd64.deb in $E2E_WORK/empty on the controller" nodeb.log
