@@ -430,6 +430,12 @@ werr=$(metric_sum diskprobe_probe_errors_total <usb-b.txt)
 werofs=$(metric_sum diskprobe_probe_errors_total reason=erofs <usb-b.txt)
 up=$(metric_sum diskprobe_probe_directory_up directory="$USBDIR" <usb-b.txt)
 check "pi-systemd.test: diskprobe_probe_directory_up{directory=\"$USBDIR\"} $up" test "$up" = 1
+# Under the packaged unit (ProtectSystem=strict) the mounts collector must report the host's mount
+# table, not the sandbox's, where / is a read-only mount (a review found every packaged node
+# reporting its root filesystem read-only, and the unit's private mounts as filesystems).
+ro_root=$(grep -E '^diskprobe_filesystem_read_only\{.*mountpoint="/"[,}]' usb-b.txt | awk '{print $2}' | head -n1)
+check "pi-systemd.test under the unit: / not read-only (diskprobe_filesystem_read_only '$ro_root'), no series for the unit's private /var/tmp" \
+  bash -c "[ '$ro_root' = 0 ] && ! grep -q 'filesystem_read_only{.*mountpoint=\"/var/tmp\"' usb-b.txt"
 check "pi-systemd.test: write probe ok runs $wa -> $wb in $ms ms (two directories, every 2 s), probe errors $werr (erofs $werofs)" \
   bash -c "awk 'BEGIN { exit !($wb >= $wa + 2) }' && [ '$werr' = 0 ] && [ '$werofs' = 0 ]"
 check "pi-systemd.test: the probe file in $USBDIR: $(chroot "$R3" stat -c '%n %U %s bytes' "$USBDIR/diskprobe_exporter.probe" 2>&1)" \
