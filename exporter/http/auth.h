@@ -8,11 +8,12 @@
 //    start-up of (user, password, hash): the process never keeps a password, the key cannot be
 //    guessed from outside, and only a *successful* bcrypt check inserts a key, so wrong passwords
 //    can neither poison the cache nor tell, by timing, which users are cached.
-//  - at most one bcrypt computation runs at a time; a request needing bcrypt while another one
+//  - at most one bcrypt computation runs at a time, on a thread at nice 10; a request needing bcrypt while another one
 //    runs is answered 429 at once instead of queueing, so a flood of wrong passwords costs one core
 //    at most and never holds worker threads that cached (correct) scrapes need.
 //  - an unknown user costs a bcrypt check against a dummy hash, like a known one, so response
 //    times do not reveal which user names exist.
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -44,6 +46,9 @@ class BasicAuth {
   // users: user name -> bcrypt hash. `verify` is BcryptVerify except in tests. Loads the OpenSSL
   // compat libraries for the cache's HMAC (http/tls.h); throws std::runtime_error when they cannot be.
   explicit BasicAuth(std::vector<std::pair<std::string, std::string>> users, Verifier verify = BcryptVerify);
+  ~BasicAuth();
+  BasicAuth(const BasicAuth&) = delete;
+  BasicAuth& operator=(const BasicAuth&) = delete;
 
   // Replaces the users (SIGHUP reload of --web.config.file). Cached credentials of users whose
   // hash is unchanged stay valid; those of changed or removed users can no longer match.
@@ -71,6 +76,23 @@ class BasicAuth {
   std::unordered_set<std::string> cache_;
   std::uint64_t verifications_ = 0;
   std::mutex bcrypt_slot_;  // held while one bcrypt computation runs
+
+  // bcrypt runs on a thread of its own at nice 10, so a flood of wrong passwords yields the CPU to
+  // cached, correct scrapes (and to the node's workload): the request thread holding
+  // bcrypt_slot_ hands the check over and waits for it.
+  bool VerifyOnWorker(std::string_view password, const std::string& hash);
+  void WorkerLoop();
+  struct Job {
+    std::string_view password;
+    const std::string* hash;
+    bool done = false;
+    bool ok = false;
+  };
+  std::mutex job_mu_;
+  std::condition_variable job_cv_;
+  Job* job_ = nullptr;  // under job_mu_
+  bool stop_ = false;   // under job_mu_
+  std::thread worker_;
 };
 
 // Wraps `next`: a request without valid credentials gets 401 with `WWW-Authenticate: Basic`, one

@@ -3,8 +3,11 @@
 #include "http/auth.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <thread>
 
@@ -168,6 +171,22 @@ TEST(BasicAuth, SetUsersReplacesUsersAndKeepsWhatStillHolds) {
   auth.SetUsers(Users{{"bob", "hash-b"}});
   EXPECT_EQ(auth.Check(Basic("alice:new")), BasicAuth::Result::kDenied);  // removed user
   EXPECT_EQ(auth.Check(Basic("carol:c")), BasicAuth::Result::kDenied);    // removed, though cached
+}
+
+// bcrypt yields the CPU to request threads: it runs on another thread, at nice 10.
+TEST(BasicAuth, VerifiesOnAThreadAtNice10) {
+  pid_t verifier_tid = 0;
+  int verifier_nice = -100;
+  BasicAuth auth(Users{{"alice", "h"}}, [&](std::string_view, const std::string&) {
+    verifier_tid = static_cast<pid_t>(::gettid());
+    errno = 0;
+    verifier_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(verifier_tid));
+    return true;
+  });
+  EXPECT_EQ(auth.Check(Basic("alice:pw")), BasicAuth::Result::kOk);
+  EXPECT_NE(verifier_tid, static_cast<pid_t>(::gettid()));
+  EXPECT_EQ(verifier_nice, 10);
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), 0);  // the caller's is untouched
 }
 
 TEST(RequireBasicAuth, AnswersBeforeAnyRoute) {
