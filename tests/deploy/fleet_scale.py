@@ -125,10 +125,8 @@ def relabel(rules, labels):
     return labels
 
 
-def used_names(src):
-    """Metric names of every dashboard query and every rule expression (dashboards_lint.py's parser)."""
-    sys.path.insert(0, os.path.join(src, "tests/dashboards"))
-    import dashboards_lint  # noqa: E402
+def dashboard_exprs(src, names):
+    """The PromQL of every panel and variable query of the dashboards named (dashboards/<name>)."""
     exprs = []
 
     def walk(o):
@@ -145,9 +143,16 @@ def used_names(src):
         elif isinstance(o, list):
             for v in o:
                 walk(v)
-    for f in sorted(os.listdir(os.path.join(src, "dashboards"))):
-        if f.endswith(".json"):
-            walk(json.load(open(os.path.join(src, "dashboards", f), encoding="utf-8")))
+    for name in names:
+        walk(json.load(open(os.path.join(src, "dashboards", name), encoding="utf-8")))
+    return exprs
+
+
+def used_names(src):
+    """Metric names of every dashboard query and every rule expression (dashboards_lint.py's parser)."""
+    sys.path.insert(0, os.path.join(src, "tests/dashboards"))
+    import dashboards_lint  # noqa: E402
+    exprs = dashboard_exprs(src, sorted(f for f in os.listdir(os.path.join(src, "dashboards")) if f.endswith(".json")))
     dash = set()
     for e in exprs:
         e = re.sub(r"^\s*label_values\((.*?)(,\s*\w+)?\)\s*$", r"\1", e)
@@ -307,23 +312,7 @@ def federation_check(series_file, fed_file, src):
         failures += 1
     sys.path.insert(0, os.path.join(src, "tests/dashboards"))
     import dashboards_lint  # noqa: E402
-    exprs = []
-
-    def walk(o):
-        if isinstance(o, dict):
-            if o.get("type") == "datasource":
-                return
-            for k, v in o.items():
-                if k in ("expr", "query") and isinstance(v, str):
-                    exprs.append(v)
-                elif k == "query" and isinstance(v, dict) and isinstance(v.get("query"), str):
-                    exprs.append(v["query"])
-                else:
-                    walk(v)
-        elif isinstance(o, list):
-            for v in o:
-                walk(v)
-    walk(json.load(open(os.path.join(src, "dashboards/fleet-overview.json"), encoding="utf-8")))
+    exprs = dashboard_exprs(src, ["fleet-overview.json"])
     used = set()
     for e in exprs:
         used |= dashboards_lint.metric_names(re.sub(r"^\s*label_values\((.*?)(,\s*\w+)?\)\s*$", r"\1", e))
