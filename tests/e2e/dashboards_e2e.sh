@@ -144,11 +144,7 @@ cat >file_sd/diskprobe-e2e.yml <<YML
 - targets: ['$PI4_ADDR', '$PI3BPLUS_ADDR', '$CM4_ADDR']
   labels: {site: fixtures}
 YML
-PROM_PORT=$(free_port)
-PROM=http://127.0.0.1:$PROM_PORT
-prometheus --config.file=prometheus.yml --storage.tsdb.path="$E2E_WORK/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >prometheus.log 2>&1 &
-E2E_PIDS+=($!)
+check "Prometheus started with the shipped configuration" start_prometheus prometheus.yml --log.level=warn
 query() { curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1"; }
 up=0
 for _ in $(seq 1 60); do

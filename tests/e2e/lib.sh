@@ -32,6 +32,33 @@ free_port() {
   return 1
 }
 
+# Starts Prometheus on a free port with CONFIG (extra flags after it), waits for /-/ready; sets
+# PROM_PORT, PROM (base URL) and PROM_PID. A port taken between free_port and the bind (another
+# test's listener on an ephemeral port) made Prometheus exit at once: then it tries again on
+# another port, up to three times, and prints Prometheus' own last lines each time.
+start_prometheus() {
+  local cfg=$1 try
+  shift
+  for try in 1 2 3; do
+    PROM_PORT=$(free_port)
+    PROM=http://127.0.0.1:$PROM_PORT
+    prometheus --config.file="$cfg" --storage.tsdb.path="$E2E_WORK/tsdb-$try" \
+      --web.listen-address="127.0.0.1:$PROM_PORT" "$@" >"$E2E_WORK/prometheus.log" 2>&1 &
+    PROM_PID=$!
+    E2E_PIDS+=("$PROM_PID")
+    local i
+    for i in $(seq 1 150); do
+      curl -sf --max-time 1 "$PROM/-/ready" >/dev/null 2>&1 && return 0
+      kill -0 "$PROM_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    echo "prometheus did not become ready on port $PROM_PORT (attempt $try):" >&2
+    tail -5 "$E2E_WORK/prometheus.log" >&2
+    kill "$PROM_PID" 2>/dev/null || true
+  done
+  return 1
+}
+
 # Starts the exporter in the background on 127.0.0.1:0; sets EXPORTER_PID and EXPORTER_ADDR
 # (the port the kernel chose, read from the "listening" log line).
 start_exporter() {

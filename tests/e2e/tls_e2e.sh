@@ -116,9 +116,7 @@ scrape_configs:
       - targets: ['localhost:${EXPORTER_ADDR##*:}']
 YML
 check "promtool check config prometheus.yml" promtool check config prometheus.yml
-prometheus --config.file=prometheus.yml --storage.tsdb.path="$E2E_WORK/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >prometheus.log 2>&1 &
-E2E_PIDS+=($!)
+check "Prometheus started" start_prometheus prometheus.yml --log.level=warn
 query() { curl -sS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
 up=""; series=0
 for i in $(seq 1 60); do
