@@ -22,6 +22,8 @@ import sys
 
 import yaml
 
+from checks import Checks  # this directory (sys.path[0])
+
 NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
@@ -99,15 +101,7 @@ def apply_images(obj, images):
 def main():
     top = os.path.realpath(sys.argv[1])
     kubectl = sys.argv[2] if len(sys.argv) > 2 else None
-    failures = 0
-
-    def check(what, cond, detail=""):
-        nonlocal failures
-        if cond:
-            print(f"ok: {what}")
-        else:
-            failures += 1
-            print(f"FAIL: {what}{': ' + detail if detail else ''}")
+    check = Checks()
 
     roots = sorted(d for d, _, _ in os.walk(top) if kustomization_file(d))
     check(f"kustomization roots: {[os.path.relpath(r, top) for r in roots]}", bool(roots))
@@ -133,8 +127,7 @@ def main():
         diff = [k for k in set(built) & set(want) if built[k] != want[k]]
         check(f"kubectl kustomize {name}: every object equal to its file (images rewritten)", not diff,
               f"differ: {sorted(diff)}")
-    print(f"{failures} check(s) failed" if failures else "all kustomize checks passed")
-    return 1 if failures else 0
+    return check.finish("all kustomize checks passed")
 
 
 if __name__ == "__main__":

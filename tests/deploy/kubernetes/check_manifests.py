@@ -14,6 +14,8 @@ import tempfile
 
 import yaml
 
+from checks import Checks  # this directory (sys.path[0])
+
 PROBE_VOLUME = "probe-directory"
 EXPORTER = "diskprobe-exporter"
 
@@ -110,15 +112,7 @@ def key_tree(node, path=""):
 
 def main():
     directory, exporter, source = sys.argv[1], sys.argv[2], sys.argv[3]
-    failures = 0
-
-    def check(what, cond, detail=""):
-        nonlocal failures
-        if cond:
-            print(f"ok: {what}")
-        else:
-            failures += 1
-            print(f"FAIL: {what}{': ' + detail if detail else ''}")
+    check = Checks()
 
     objs = load_all(directory)
     ds = objs["DaemonSet"][0]
@@ -264,8 +258,7 @@ def main():
     files = {o["__file__"] for items in objs.values() for o in items}
     check(f"every manifest is in a kustomization ({len(files)} files)", files <= listed, str(sorted(files - listed)))
 
-    print(f"{failures} check(s) failed" if failures else "all manifest checks passed")
-    return 1 if failures else 0
+    return check.finish("all manifest checks passed")
 
 
 if __name__ == "__main__":
