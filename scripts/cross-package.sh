@@ -91,12 +91,8 @@ fi
 # an empty dpkg status, the target's indexes; make-sysroot.sh).
 apt_dir=$sysroot.apt
 if [ -d "$apt_dir/lists" ]; then
-  apt_opts=(-o "APT::Architecture=$arch" -o "APT::Architectures=$arch"
-            -o "Dir::State::status=$apt_dir/status" -o "Dir::State::Lists=$apt_dir/lists"
-            -o "Dir::Cache::archives=$apt_dir/archives" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
-            -o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
-            -o "Dir::Etc::Preferences=/nonexistent" -o "Dir::Etc::PreferencesParts=$apt_dir/etc/preferences.d"
-            -o "APT::Install-Recommends=false" -o "Debug::NoLocking=true" -o "APT::Sandbox::User=root")
+  source scripts/sysroot-apt.sh  # the working directory is the repository (cd above)
+  sysroot_apt_opts "$arch" "$apt_dir"
   cp "$deb" "$work/"
   if (cd "$work" && apt-get "${apt_opts[@]}" install -s "./$(basename "$deb")") >"$work/apt.txt" 2>&1; then
     inst=$(grep -c '^Inst ' "$work/apt.txt" || true)

@@ -25,12 +25,8 @@ sources=$apt_dir/etc/sources.list
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 printf 'deb [arch=%s] %s bookworm main\ndeb [arch=%s] %s bookworm-updates main\ndeb [arch=%s] http://deb.debian.org/debian-security bookworm-security main\n' \
   "$arch" "$mirror" "$arch" "$mirror" "$arch" >"$sources"
-apt_opts=(-o "APT::Architecture=$arch" -o "APT::Architectures=$arch"
-          -o "Dir::State::status=$apt_dir/status" -o "Dir::State::Lists=$apt_dir/lists"
-          -o "Dir::Cache::archives=$apt_dir/archives" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
-          -o "Dir::Etc::SourceList=$sources" -o "Dir::Etc::SourceParts=/nonexistent"
-          -o "Dir::Etc::Preferences=/nonexistent" -o "Dir::Etc::PreferencesParts=$apt_dir/etc/preferences.d"
-          -o "APT::Install-Recommends=false" -o "Debug::NoLocking=true" -o "APT::Sandbox::User=root")
+source "$(dirname "$0")/sysroot-apt.sh"
+sysroot_apt_opts "$arch" "$apt_dir"
 echo "make-sysroot: apt update ($arch)" >&2
 for try in 1 2 3; do  # a mirror in the middle of a sync answers with a stale index now and then
   apt-get "${apt_opts[@]}" update -qq && break
