@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <string_view>
 #include <iostream>
+#include <string_view>
 
 #include "collectors/collector.h"
 #include "config/config.h"
@@ -326,23 +326,18 @@ int main(int argc, char** argv) {
       // The web config first: a bad one is reported like a bad config file (reload metric 0).
       bool web_ok = true;
       if (!web_config_file.empty()) web_ok = ReloadWebConfig(web_config_file, *web, &server, auth.get());
+      // The two files are independent: a good config file applies even when the web config is
+      // refused, but the reload metric says 0 until both load.
       config::LoadResult r = Load(config_file);
-      if (r.config && !web_ok) {
+      if (r.config) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
         probes.Reconfigure(probe_config(cfg));
-        scraper.SetReloadResult(false, 0);
-      } else if (r.config) {
-        cfg = r.config;
-        devices.Reconfigure(cfg->devices);
-        probes.Reconfigure(probe_config(cfg));
-        scraper.SetReloadResult(true, UnixNow());
         log::Info("configuration reloaded", {{"config", cfg->source}});
-      } else {
-        scraper.SetReloadResult(false, 0);
-        for (const auto& e : r.errors) log::Error("configuration reload failed, keeping the running one",
-                                                  {{"err", e.ToString()}});
       }
+      for (const auto& e : r.errors)
+        log::Error("configuration reload failed, keeping the running one", {{"err", e.ToString()}});
+      scraper.SetReloadResult(r.config && web_ok, r.config && web_ok ? UnixNow() : 0);
       continue;
     }
     log::Info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});

@@ -1,10 +1,10 @@
 #include "http/auth.h"
 
 #include <crypt.h>
-#include <sys/resource.h>
-#include <unistd.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <stdexcept>

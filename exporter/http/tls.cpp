@@ -35,6 +35,11 @@ diskprobe_ssl_ctx_free_fn g_ssl_ctx_free = nullptr;
 diskprobe_ssl_ctx_reload_fn g_ssl_ctx_reload = nullptr;
 diskprobe_hmac_sha256_fn g_hmac_sha256 = nullptr;
 
+diskprobe_tls_options ToOptions(const TlsServerConfig& tls) {
+  return {tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
+          tls.min_version,       tls.max_version,      static_cast<int>(tls.client_auth)};
+}
+
 }  // namespace
 
 bool LoadOpenSslCompat(std::string* error) {
@@ -85,13 +90,6 @@ bool LoadOpenSslCompat(std::string* error) {
            "; TLS needs them (see docs/architecture.md)";
   return false;
 }
-
-namespace {
-diskprobe_tls_options ToOptions(const TlsServerConfig& tls) {
-  return {tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
-          tls.min_version,       tls.max_version,      static_cast<int>(tls.client_auth)};
-}
-}  // namespace
 
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
   if (!LoadOpenSslCompat(error)) return nullptr;

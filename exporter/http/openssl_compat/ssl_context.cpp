@@ -22,7 +22,7 @@ std::string OpenSslError() {
 }
 
 // Accepts any client certificate (RequestClientCert, RequireAnyClientCert: no verification).
-int AcceptAny(int, X509_STORE_CTX *) { return 1; }
+int AcceptAny(int, X509_STORE_CTX*) { return 1; }
 
 SSL_CTX* Build(const diskprobe_tls_options& o, std::string* error) {
   ERR_clear_error();
