@@ -423,11 +423,15 @@ t=$(date +%s%N)
 wait_write_runs usb
 ms=$(( ($(date +%s%N) - t) / 1000000 ))
 grep -E "^diskprobe_probe_directory_up" usb-b.txt | sed 's/^/  /'
-grep -E '^diskprobe_probe_(runs|errors)_total\{.*probe="write"' usb-b.txt | grep -v ' 0$' | sed 's/^/  /'
+grep -E '^diskprobe_probe_runs_total\{.*probe="write"' usb-b.txt | grep -v ' 0$' | sed 's/^/  /'
+# Errors of every probe are printed, but only the write probe's count here: the random-read probe
+# of the container's disk runs on its own 30 s schedule and may fail where systemd-nspawn does not
+# pass the block device through (a CI run counted one such error inside this window).
+grep -E '^diskprobe_probe_errors_total\{' usb-b.txt | grep -v ' 0$' | sed 's/^/  /' || true
 wa=$(metric_sum diskprobe_probe_runs_total probe=write result=ok <usb-a.txt)
 wb=$(metric_sum diskprobe_probe_runs_total probe=write result=ok <usb-b.txt)
-werr=$(metric_sum diskprobe_probe_errors_total <usb-b.txt)
-werofs=$(metric_sum diskprobe_probe_errors_total reason=erofs <usb-b.txt)
+werr=$(metric_sum diskprobe_probe_errors_total probe=write <usb-b.txt)
+werofs=$(metric_sum diskprobe_probe_errors_total probe=write reason=erofs <usb-b.txt)
 up=$(metric_sum diskprobe_probe_directory_up directory="$USBDIR" <usb-b.txt)
 check "pi-systemd.test: diskprobe_probe_directory_up{directory=\"$USBDIR\"} $up" test "$up" = 1
 # Under the packaged unit (ProtectSystem=strict) the mounts collector must report the host's mount
@@ -436,7 +440,7 @@ check "pi-systemd.test: diskprobe_probe_directory_up{directory=\"$USBDIR\"} $up"
 ro_root=$(grep -E '^diskprobe_filesystem_read_only\{.*mountpoint="/"[,}]' usb-b.txt | awk '{print $2}' | head -n1)
 check "pi-systemd.test under the unit: / not read-only (diskprobe_filesystem_read_only '$ro_root'), no series for the unit's private /var/tmp" \
   bash -c "[ '$ro_root' = 0 ] && ! grep -q 'filesystem_read_only{.*mountpoint=\"/var/tmp\"' usb-b.txt"
-check "pi-systemd.test: write probe ok runs $wa -> $wb in $ms ms (two directories, every 2 s), probe errors $werr (erofs $werofs)" \
+check "pi-systemd.test: write probe ok runs $wa -> $wb in $ms ms (two directories, every 2 s), write probe errors $werr (erofs $werofs)" \
   bash -c "awk 'BEGIN { exit !($wb >= $wa + 2) }' && [ '$werr' = 0 ] && [ '$werofs' = 0 ]"
 check "pi-systemd.test: the probe file in $USBDIR: $(chroot "$R3" stat -c '%n %U %s bytes' "$USBDIR/diskprobe_exporter.probe" 2>&1)" \
   test "$(chroot "$R3" stat -c '%U %s' "$USBDIR/diskprobe_exporter.probe" 2>&1)" = "diskprobe 1048576"
