@@ -11,7 +11,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 (as getopt programs do), not
+    // CLI11's 105-109, so scripts and systemd see one code for "wrong command line".
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return diskprobe::bench::RunCommand(*command);
 }

@@ -68,14 +68,23 @@ int WaitForSignal() {
   }
 }
 
-// `diskprobe_exporter bench ...` runs the separate bench program installed beside this binary
-// (CMakeLists.txt says why), with the same arguments. Returns only when it cannot be run.
+// `diskprobe_exporter bench ...` runs the separate bench program (CMakeLists.txt says why) with
+// the same arguments: installed, <exe dir>/../lib/diskprobe_exporter/diskprobe_exporter-bench (a
+// helper, not a command in PATH, as the OpenSSL compat libraries); in the build tree, beside this
+// binary. Returns only when it cannot be run.
 int ExecBench(char** argv) {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  std::filesystem::path bench = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "diskprobe_exporter-bench";
-  ::execv(bench.c_str(), argv);
-  std::fprintf(stderr, "diskprobe_exporter: cannot run %s: %s\n", bench.c_str(), std::strerror(errno));
+  const std::filesystem::path dir = (ec ? std::filesystem::path(argv[0]) : self).parent_path();
+  const std::filesystem::path candidates[] = {dir / "../lib/diskprobe_exporter/diskprobe_exporter-bench",
+                                              dir / "diskprobe_exporter-bench"};
+  int first_errno = 0;
+  for (const auto& bench : candidates) {
+    ::execv(bench.c_str(), argv);
+    if (first_errno == 0 || first_errno == ENOENT) first_errno = errno;
+  }
+  std::fprintf(stderr, "diskprobe_exporter: cannot run %s or %s: %s\n", candidates[0].lexically_normal().c_str(),
+               candidates[1].c_str(), std::strerror(first_errno));
   return 2;
 }
 
@@ -195,7 +204,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 (as getopt programs do), not
+    // CLI11's 105-109, so scripts and systemd see one code for "wrong command line".
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   log::Level level;

@@ -12,7 +12,8 @@ build_pkgs=(g++ cmake ninja-build pkg-config make
             nlohmann-json3-dev libssl-dev libboost-dev liburing-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
-           prometheus-pushgateway python3-jsonschema)
+           prometheus-pushgateway python3-jsonschema
+           man-db)  # man-db: tests/e2e/cli_man_e2e.sh formats the manual page as lintian does
 # Fleet deployment tests (issue 7): Ansible role lint and chroot run, compose file check,
 # Containerfile build (buildah, rootful, vfs storage) and run (podman with runc: crun cannot start
 # containers in some sandboxes; getcap from libcap2-bin), Kubernetes manifests (schemas from npm),
