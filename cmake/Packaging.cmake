@@ -4,7 +4,9 @@
 # Contents: /usr/bin/diskprobe_exporter, the OpenSSL compat libraries in
 # /usr/lib/diskprobe_exporter (exporter/http/tls.h), /etc/diskprobe_exporter/config.yml (a
 # conffile: a copy of config/default.yml), the systemd unit, the sysusers.d user, postinst/prerm/
-# postrm (user, state directory, service), README. Runtime dependencies from dpkg-shlibdeps.
+# postrm (user, state directory, service), the manual page, README, docs, changelog and copyright
+# (deploy/debian), the Grafana dashboards and alert rules in /usr/share/diskprobe-exporter.
+# Runtime dependencies from dpkg-shlibdeps.
 #
 # Architecture: the build's (dpkg --print-architecture), or from the cross toolchain's
 # CMAKE_SYSTEM_PROCESSOR: aarch64 -> arm64, arm* -> armhf. Cross builds get their Depends from the
@@ -61,7 +63,34 @@ install(FILES ${CMAKE_SOURCE_DIR}/config/default.yml DESTINATION /etc/diskprobe_
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION /lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.sysusers DESTINATION lib/sysusers.d
         RENAME diskprobe_exporter.conf)
-install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION share/doc/diskprobe-exporter)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION share/doc/diskprobe-exporter/examples)
+# The Grafana dashboards and the Prometheus alert rules, for the monitoring host (deploy/compose
+# mounts the same files from the source tree).
+install(FILES ${CMAKE_SOURCE_DIR}/dashboards/fleet-overview.json ${CMAKE_SOURCE_DIR}/dashboards/node-detail.json
+        DESTINATION share/diskprobe-exporter/dashboards)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/prometheus/rules DESTINATION share/diskprobe-exporter/prometheus)
+
+# Documentation, the manual page and the changelog, compressed as Debian policy asks (12.3, 12.7:
+# gzip -9n, no timestamp, so the package is reproducible); the copyright file uncompressed (12.5).
+find_program(GZIP_EXECUTABLE gzip REQUIRED)
+set(diskprobe_gz_files)
+foreach(pair "docs/diskprobe_exporter.1:diskprobe_exporter.1.gz" "deploy/debian/changelog:changelog.gz"
+             "README.md:README.md.gz" "docs/metrics.md:metrics.md.gz" "docs/operations.md:operations.md.gz"
+             "docs/architecture.md:architecture.md.gz")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 src)
+  list(GET pair 1 gz)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/packaging/${gz}
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging
+                     COMMAND ${GZIP_EXECUTABLE} -9n -c ${CMAKE_SOURCE_DIR}/${src} > ${CMAKE_BINARY_DIR}/packaging/${gz}
+                     DEPENDS ${CMAKE_SOURCE_DIR}/${src} VERBATIM)
+  list(APPEND diskprobe_gz_files ${CMAKE_BINARY_DIR}/packaging/${gz})
+endforeach()
+add_custom_target(packaging_docs ALL DEPENDS ${diskprobe_gz_files})
+install(FILES ${CMAKE_BINARY_DIR}/packaging/diskprobe_exporter.1.gz DESTINATION share/man/man1)
+install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.gz ${CMAKE_BINARY_DIR}/packaging/README.md.gz
+              ${CMAKE_BINARY_DIR}/packaging/metrics.md.gz ${CMAKE_BINARY_DIR}/packaging/operations.md.gz
+              ${CMAKE_BINARY_DIR}/packaging/architecture.md.gz ${CMAKE_SOURCE_DIR}/deploy/debian/copyright
+        DESTINATION share/doc/diskprobe-exporter)
 
 include(CPack)

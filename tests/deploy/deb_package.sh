@@ -35,9 +35,19 @@ check "conffiles lists /etc/diskprobe_exporter/config.yml" bash -c \
   "dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/diskprobe_exporter/config.yml"
 dpkg-deb -c "$DEB" | awk '{print $6}' >contents.txt
 for f in ./usr/bin/diskprobe_exporter ./etc/diskprobe_exporter/config.yml ./lib/systemd/system/diskprobe_exporter.service \
-         ./usr/lib/sysusers.d/diskprobe_exporter.conf ./usr/lib/diskprobe_exporter/libssl.so ./usr/lib/diskprobe_exporter/libcrypto.so; do
+         ./usr/lib/sysusers.d/diskprobe_exporter.conf ./usr/lib/diskprobe_exporter/libssl.so ./usr/lib/diskprobe_exporter/libcrypto.so \
+         ./usr/lib/diskprobe_exporter/diskprobe_exporter-bench ./usr/share/man/man1/diskprobe_exporter.1.gz \
+         ./usr/share/doc/diskprobe-exporter/copyright ./usr/share/doc/diskprobe-exporter/changelog.gz \
+         ./usr/share/doc/diskprobe-exporter/metrics.md.gz ./usr/share/diskprobe-exporter/dashboards/node-detail.json \
+         ./usr/share/diskprobe-exporter/prometheus/rules/diskprobe-alerts.rules.yml; do
   check "package contains $f" grep -qx "$f" contents.txt
 done
+check "one command in PATH: $(grep -c '^./usr/bin/.' contents.txt) file(s) in /usr/bin" test "$(grep -c '^./usr/bin/.' contents.txt)" = 1
+check "the manual page is docs/diskprobe_exporter.1" bash -c \
+  "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./usr/share/man/man1/diskprobe_exporter.1.gz | gzip -dc | cmp -s - '$SRC/docs/diskprobe_exporter.1'"
+check "the changelog's version is the package's ($(dpkg-deb -f "$DEB" Version))" bash -c \
+  "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./usr/share/doc/diskprobe-exporter/changelog.gz | gzip -dc | head -n1 |
+   grep -q '^diskprobe-exporter ($(dpkg-deb -f "$DEB" Version)) '"
 check "the conffile is config/default.yml" bash -c \
   "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./etc/diskprobe_exporter/config.yml | cmp -s - '$SRC/config/default.yml'"
 
@@ -46,6 +56,8 @@ lintian --no-tag-display-limit "$DEB" >lintian.txt 2>&1 || true
 printf 'lintian: %d error(s), %d warning(s), %d info\n' "$(grep -c '^E:' lintian.txt || true)" \
   "$(grep -c '^W:' lintian.txt || true)" "$(grep -c '^I:' lintian.txt || true)"
 sed 's/^/  /' lintian.txt
+# lintian was clean when this was written (man page, changelog, copyright added): keep it so.
+check "lintian: no error, no warning" bash -c "! grep -qE '^(E|W):' lintian.txt"
 
 log "install into a clean Debian 12 root (debootstrap minbase) with apt"
 CACHE=$BUILD/deb-test-root
@@ -80,6 +92,8 @@ else
 fi
 grep -E '^(Setting up|Unpacking) ' apt.log | sed 's/^/  /' | head -40
 check "--version from the installed binary: $(in_root diskprobe_exporter --version 2>&1)" in_root diskprobe_exporter --version
+check "'diskprobe_exporter bench' runs the installed bench program: $(in_root diskprobe_exporter bench --help 2>&1 | head -n1 | cut -c1-60)..." \
+  bash -c "chroot '$ROOT' diskprobe_exporter bench --help | grep -q -- '--queue-depth'"
 in_root ldd /usr/bin/diskprobe_exporter /usr/lib/diskprobe_exporter/libssl.so /usr/lib/diskprobe_exporter/libcrypto.so >ldd.txt 2>&1 || true
 check "ldd: every library found ($(grep -c '=>' ldd.txt) entries)" bash -c "! grep -q 'not found' ldd.txt"
 check "user diskprobe made, member of disk: $(grep '^diskprobe:' "$ROOT/etc/passwd")" bash -c \
