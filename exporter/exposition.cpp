@@ -10,11 +10,9 @@ using prometheus::ClientMetric;
 using prometheus::MetricType;
 
 void AppendHelp(std::string_view s, std::string* out) {
-  // A plain loop: find_first_of with a set calls memchr once per character of s (14 % of a
-  // scrape's instructions under callgrind when HELP texts went through it).
-  bool plain = true;
-  for (char c : s) plain &= (c != '\\' && c != '\n');
-  if (plain) {
+  // find() is memchr: two vectorised scans instead of a test per character (HELP texts are most
+  // of the bytes written per scrape).
+  if (s.find('\\') == std::string_view::npos && s.find('\n') == std::string_view::npos) {
     out->append(s);  // the common case: nothing to escape
     return;
   }
@@ -75,26 +73,32 @@ void AppendLabelValue(std::string_view s, std::string* out) {
   }
 }
 
+std::string_view LabelName(const ClientMetric::Label& l) { return l.name; }
+std::string_view LabelValue(const ClientMetric::Label& l) { return l.value; }
+std::string_view LabelName(const LabelView& l) { return l.name; }
+std::string_view LabelValue(const LabelView& l) { return l.value; }
+
 // name{l1="v1",...[,extra_name="extra_value"]} value\n
-void AppendSample(std::string_view name, std::string_view suffix, const std::vector<ClientMetric::Label>& labels,
-                  const char* extra_name, double extra_value, double value, std::string* out) {
-  *out += name;
-  *out += suffix;
-  if (!labels.empty() || extra_name != nullptr) {
+template <typename LabelRange>
+void AppendSampleLine(std::string_view name, std::string_view suffix, const LabelRange& labels, const char* extra_name,
+                      double extra_value, double value, std::string* out) {
+  out->append(name);
+  out->append(suffix);
+  if (labels.size() != 0 || extra_name != nullptr) {
     *out += '{';
     bool first = true;
     for (const auto& l : labels) {
       if (!first) *out += ',';
       first = false;
-      *out += l.name;
-      *out += "=\"";
-      AppendLabelValue(l.value, out);
+      out->append(LabelName(l));
+      out->append("=\"", 2);
+      AppendLabelValue(LabelValue(l), out);
       *out += '"';
     }
     if (extra_name != nullptr) {
       if (!first) *out += ',';
-      *out += extra_name;
-      *out += "=\"";
+      out->append(extra_name);
+      out->append("=\"", 2);
       AppendValue(extra_value, out);
       *out += '"';
     }
@@ -103,6 +107,11 @@ void AppendSample(std::string_view name, std::string_view suffix, const std::vec
   *out += ' ';
   AppendValue(value, out);
   *out += '\n';
+}
+
+void AppendMetricSample(std::string_view name, std::string_view suffix, const std::vector<ClientMetric::Label>& labels,
+                        const char* extra_name, double extra_value, double value, std::string* out) {
+  AppendSampleLine(name, suffix, labels, extra_name, extra_value, value, out);
 }
 
 const char* TypeName(MetricType t) {
@@ -136,43 +145,51 @@ void AppendValue(double v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
+void AppendFamilyHeader(std::string_view name, std::string_view help, MetricType type, std::string* out) {
+  out->append("# HELP ", 7);
+  out->append(name);
+  *out += ' ';
+  AppendHelp(help, out);
+  out->append("\n# TYPE ", 8);
+  out->append(name);
+  *out += ' ';
+  out->append(TypeName(type));
+  *out += '\n';
+}
+
+void AppendSample(std::string_view name, std::initializer_list<LabelView> labels, double value, std::string* out) {
+  AppendSampleLine(name, "", labels, nullptr, 0, value, out);
+}
+
 void WriteExposition(const FamilyList& families, std::string* out) {
   for (const auto& f : families) {
     if (f.metric.empty()) continue;
-    *out += "# HELP ";
-    *out += f.name;
-    *out += ' ';
-    AppendHelp(f.help, out);
-    *out += "\n# TYPE ";
-    *out += f.name;
-    *out += ' ';
-    *out += TypeName(f.type);
-    *out += '\n';
+    AppendFamilyHeader(f.name, f.help, f.type, out);
     for (const auto& m : f.metric) {
       switch (f.type) {
-        case MetricType::Counter: AppendSample(f.name, "", m.label, nullptr, 0, m.counter.value, out); break;
-        case MetricType::Gauge: AppendSample(f.name, "", m.label, nullptr, 0, m.gauge.value, out); break;
+        case MetricType::Counter: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.counter.value, out); break;
+        case MetricType::Gauge: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.gauge.value, out); break;
         case MetricType::Histogram: {
           const auto& h = m.histogram;
           bool has_inf = false;
           for (const auto& b : h.bucket) {
             has_inf = has_inf || std::isinf(b.upper_bound);
-            AppendSample(f.name, "_bucket", m.label, "le", b.upper_bound, static_cast<double>(b.cumulative_count), out);
+            AppendMetricSample(f.name, "_bucket", m.label, "le", b.upper_bound, static_cast<double>(b.cumulative_count), out);
           }
           if (!has_inf)
-            AppendSample(f.name, "_bucket", m.label, "le", INFINITY, static_cast<double>(h.sample_count), out);
-          AppendSample(f.name, "_sum", m.label, nullptr, 0, h.sample_sum, out);
-          AppendSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(h.sample_count), out);
+            AppendMetricSample(f.name, "_bucket", m.label, "le", INFINITY, static_cast<double>(h.sample_count), out);
+          AppendMetricSample(f.name, "_sum", m.label, nullptr, 0, h.sample_sum, out);
+          AppendMetricSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(h.sample_count), out);
           break;
         }
         case MetricType::Summary: {
           const auto& s = m.summary;
-          for (const auto& q : s.quantile) AppendSample(f.name, "", m.label, "quantile", q.quantile, q.value, out);
-          AppendSample(f.name, "_sum", m.label, nullptr, 0, s.sample_sum, out);
-          AppendSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(s.sample_count), out);
+          for (const auto& q : s.quantile) AppendMetricSample(f.name, "", m.label, "quantile", q.quantile, q.value, out);
+          AppendMetricSample(f.name, "_sum", m.label, nullptr, 0, s.sample_sum, out);
+          AppendMetricSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(s.sample_count), out);
           break;
         }
-        default: AppendSample(f.name, "", m.label, nullptr, 0, m.untyped.value, out); break;
+        default: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.untyped.value, out); break;
       }
     }
   }

@@ -10,7 +10,9 @@
 #include <prometheus/metric_family.h>
 
 #include <deque>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace diskprobe {
 
@@ -22,6 +24,19 @@ using FamilyList = std::deque<prometheus::MetricFamily>;
 // (no lone HELP/TYPE lines). Counter, gauge, untyped and histogram are supported; a histogram
 // whose last bucket is not +Inf gets one with the sample count.
 void WriteExposition(const FamilyList& families, std::string* out);
+
+// A label as a pair of views, for writing samples without building prometheus::ClientMetric.
+struct LabelView {
+  std::string_view name, value;
+};
+
+// Appends the two header lines of a family: "# HELP name help" (help escaped) and
+// "# TYPE name type". WriteExposition writes its families with this and AppendSample, so text
+// written with them directly is the same as that of the equivalent family.
+void AppendFamilyHeader(std::string_view name, std::string_view help, prometheus::MetricType type, std::string* out);
+
+// Appends one sample line "name{l1="v1",...} value" (label values escaped and made valid UTF-8).
+void AppendSample(std::string_view name, std::initializer_list<LabelView> labels, double value, std::string* out);
 
 // Appends a sample value as the text format writes it: "+Inf", "-Inf", "NaN", an integer, or
 // the shortest round-trip decimal/exponent form.
