@@ -7,8 +7,6 @@
 
 namespace diskprobe {
 
-using collectors::AddFamily;
-using collectors::AddSample;
 using collectors::Families;
 using prometheus::MetricType;
 
@@ -26,44 +24,44 @@ std::string Scraper::Render() {
   std::shared_ptr<const DeviceList> devices = devices_->Snapshot();
   collectors::ScrapeContext ctx{paths_, *devices, probes_, devices_->LastError()};
 
+  std::string out;
+  out.reserve(last_size_ + last_size_ / 8);
+  tail_.clear();
   Families families;
-  std::string cached_text;  // exposition text collectors keep ready-made
-  std::vector<std::pair<std::string_view, std::pair<double, bool>>> results;
+  results_.clear();
+  // Each collector's output is written as soon as it has run: its text, then its families.
   for (auto& c : collectors_) {
     auto start = std::chrono::steady_clock::now();
     bool ok = false;
     try {
-      ok = c->CollectWithText(ctx, &families, &cached_text);
+      ok = c->CollectWithText(ctx, &families, &out, &tail_);
     } catch (...) {
       ok = false;  // a collector must not throw; if one does, the scrape still answers
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    results.push_back({c->Name(), {secs, ok}});
+    results_.push_back({c->Name(), secs, ok});
+    WriteExposition(families, &out);
+    families.clear();
   }
 
-  auto& build = AddFamily(&families, "diskprobe_build_info",
-                          "Version and git revision diskprobe_exporter was built from; value 1.", MetricType::Gauge);
-  AddSample(build, {{"revision", kRevision}, {"version", kVersion}}, 1);
-  if (!results.empty()) {
-    auto& dur = AddFamily(&families, "diskprobe_collector_duration_seconds",
-                          "Time the collector took in this scrape.", MetricType::Gauge);
-    for (const auto& [name, r] : results) AddSample(dur, {{"collector", std::string(name)}}, r.first);
-    auto& ok = AddFamily(&families, "diskprobe_collector_success",
-                         "1 when the collector read its source in this scrape, 0 when it failed (reason in the log).",
-                         MetricType::Gauge);
-    for (const auto& [name, r] : results) AddSample(ok, {{"collector", std::string(name)}}, r.second ? 1 : 0);
-  }
-  auto& rl = AddFamily(&families, "diskprobe_config_last_reload_successful",
-                       "1 when the last configuration load (start-up or SIGHUP) succeeded.", MetricType::Gauge);
-  AddSample(rl, {}, reload_ok_.load() ? 1 : 0);
-  auto& rts = AddFamily(&families, "diskprobe_config_last_reload_success_timestamp_seconds",
-                        "Unix time of the last successful configuration load.", MetricType::Gauge);
-  AddSample(rts, {}, reload_success_ts_.load());
+  collectors::TextSink own(&out);
+  own.Family("diskprobe_build_info", "Version and git revision diskprobe_exporter was built from; value 1.",
+             MetricType::Gauge);
+  own.Sample({{"revision", kRevision}, {"version", kVersion}}, 1);
+  own.Family("diskprobe_collector_duration_seconds", "Time the collector took in this scrape.", MetricType::Gauge);
+  for (const auto& r : results_) own.Sample({{"collector", r.name}}, r.seconds);
+  own.Family("diskprobe_collector_success",
+             "1 when the collector read its source in this scrape, 0 when it failed (reason in the log).",
+             MetricType::Gauge);
+  for (const auto& r : results_) own.Sample({{"collector", r.name}}, r.ok ? 1 : 0);
+  own.Family("diskprobe_config_last_reload_successful",
+             "1 when the last configuration load (start-up or SIGHUP) succeeded.", MetricType::Gauge);
+  own.Sample({}, reload_ok_.load() ? 1 : 0);
+  own.Family("diskprobe_config_last_reload_success_timestamp_seconds",
+             "Unix time of the last successful configuration load.", MetricType::Gauge);
+  own.Sample({}, reload_success_ts_.load());
 
-  std::string out;
-  out.reserve(last_size_ + last_size_ / 8);
-  WriteExposition(families, &out);
-  out += cached_text;
+  out += tail_;
   last_size_ = out.size();
   return out;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -40,6 +41,14 @@ class Scraper {
   std::atomic<bool> reload_ok_{true};
   std::atomic<double> reload_success_ts_{0};
   std::size_t last_size_ = 4096;  // size of the previous exposition, to reserve the buffer once
+  // Kept between scrapes for their capacity (scrapes are serialised by mu_).
+  struct CollectorResult {
+    std::string_view name;
+    double seconds;
+    bool ok;
+  };
+  std::vector<CollectorResult> results_;
+  std::string tail_;  // text collectors put at the end of the exposition
 };
 
 }  // namespace diskprobe

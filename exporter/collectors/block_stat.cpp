@@ -55,14 +55,12 @@ std::string ActiveScheduler(std::string_view text) {
 
 // One counter/gauge family with one sample per device for which `get` yields a value.
 template <typename Get>
-void Family(Families* out, const std::vector<DeviceData>& data, const char* name, const char* help, MetricType type,
+void Family(FamilySink& out, const std::vector<DeviceData>& data, const char* name, const char* help, MetricType type,
             Get get) {
-  prometheus::MetricFamily* f = nullptr;
+  out.Family(name, help, type);
   for (const auto& d : data) {
     std::optional<double> v = get(d);
-    if (!v) continue;
-    if (f == nullptr) f = &AddFamily(out, name, help, type);
-    AddSample(*f, {{"device", d.dev->name}}, *v);
+    if (v) out.Sample({{"device", d.dev->name}}, *v);
   }
 }
 
@@ -103,6 +101,17 @@ std::optional<double> OptU(const std::optional<unsigned long long>& v, double sc
 }  // namespace
 
 bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  FamiliesSink sink(out);
+  return CollectTo(ctx, sink);
+}
+
+bool BlockStatCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
+                                         std::string* /*tail*/) {
+  TextSink sink(text);
+  return CollectTo(ctx, sink);
+}
+
+bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   std::vector<DeviceData> data;
   data.reserve(ctx.devices.size());
   // No device list at all (a wrong --path.sysfs, sysfs not mounted) is a failure, not "no disks".
@@ -195,22 +204,18 @@ bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
          "Smallest unit the device writes without read-modify-write (sysfs queue/physical_block_size).", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.facts->physical_bs); });
 
-  if (!data.empty()) {
-    auto& info = AddFamily(out, "diskprobe_block_info",
-                           "Identity of a monitored block device; value 1. Empty label: sysfs does not say.",
-                           MetricType::Gauge);
-    for (const auto& d : data) {
-      AddSample(info,
-                {{"device", d.dev->name},
-                 {"major", std::to_string(d.dev->major)},
-                 {"minor", std::to_string(d.dev->minor)},
-                 {"model", d.facts->model},
-                 {"revision", d.facts->revision},
-                 {"scheduler", d.facts->scheduler},
-                 {"serial", d.facts->serial},
-                 {"vendor", d.facts->vendor}},
-                1);
-    }
+  out.Family("diskprobe_block_info",
+             "Identity of a monitored block device; value 1. Empty label: sysfs does not say.", MetricType::Gauge);
+  for (const auto& d : data) {
+    out.Sample({{"device", d.dev->name},
+                {"major", std::to_string(d.dev->major)},
+                {"minor", std::to_string(d.dev->minor)},
+                {"model", d.facts->model},
+                {"revision", d.facts->revision},
+                {"scheduler", d.facts->scheduler},
+                {"serial", d.facts->serial},
+                {"vendor", d.facts->vendor}},
+               1);
   }
   errors_.Set(failure);
   return failure.empty();

@@ -25,6 +25,8 @@ class BlockStatCollector : public Collector {
 
   std::string_view Name() const override { return "block_stat"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
+  // Writes the families straight into *text.
+  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
   // Slowly changing facts of one device, read from sysfs (absent attribute: nullopt / "").
   struct Facts {
@@ -36,6 +38,8 @@ class BlockStatCollector : public Collector {
   };
 
  private:
+  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
+
   ErrorState errors_{"block_stat"};
   std::unordered_map<std::string, Facts> facts_;  // by device name; scrapes are serialised
 };

@@ -5,6 +5,7 @@
 #include <prometheus/metric_family.h>
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,12 +54,58 @@ class Collector {
   // (diskprobe_collector_success 0); what could be read is still appended. Logs a failure once
   // per change of state, never once per scrape. Must not throw.
   virtual bool Collect(const ScrapeContext& ctx, Families* out) = 0;
-  // Like Collect, but may also append ready-made exposition text to *text (families it appends
-  // there must not also be in *out). Collectors whose output rarely changes cache their text
-  // here instead of rebuilding it every scrape. The default calls Collect.
-  virtual bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* /*text*/) {
+  // Like Collect, but may write exposition text instead of families (a family goes to one of
+  // the three, never to two): *text is this collector's place in the exposition, before the
+  // families it appends to *out; *tail goes at the end of the exposition, after the exporter's
+  // own families. Collectors write their families straight into *text (FamilySink) to save
+  // building them, or keep text of results that rarely change in *tail. The default calls
+  // Collect.
+  virtual bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* /*text*/,
+                               std::string* /*tail*/) {
     return Collect(ctx, out);
   }
+};
+
+// Where a collector that writes its families one after the other puts them: into Families
+// (Collect; what the tests look at) or straight into exposition text (a scrape), from the same
+// code, so both give the same exposition.
+class FamilySink {
+ public:
+  virtual ~FamilySink() = default;
+  // Starts a family of counters or gauges. It appears only when a sample follows, as
+  // WriteExposition leaves out families without samples. name and help must stay valid until
+  // the next Family call.
+  virtual void Family(std::string_view name, std::string_view help, prometheus::MetricType type) = 0;
+  // One sample of the current family.
+  virtual void Sample(std::initializer_list<LabelView> labels, double value) = 0;
+};
+
+// Appends families to a Families list (each created at its first sample).
+class FamiliesSink final : public FamilySink {
+ public:
+  explicit FamiliesSink(Families* out) : out_(out) {}
+  void Family(std::string_view name, std::string_view help, prometheus::MetricType type) override;
+  void Sample(std::initializer_list<LabelView> labels, double value) override;
+
+ private:
+  Families* out_;
+  std::string_view name_, help_;
+  prometheus::MetricType type_ = prometheus::MetricType::Untyped;
+  prometheus::MetricFamily* current_ = nullptr;
+};
+
+// Appends the exposition text of the families (the header at the first sample).
+class TextSink final : public FamilySink {
+ public:
+  explicit TextSink(std::string* out) : out_(out) {}
+  void Family(std::string_view name, std::string_view help, prometheus::MetricType type) override;
+  void Sample(std::initializer_list<LabelView> labels, double value) override;
+
+ private:
+  std::string* out_;
+  std::string_view name_, help_;
+  prometheus::MetricType type_ = prometheus::MetricType::Untyped;
+  bool header_written_ = true;  // no family started yet
 };
 
 // A collector known to the command line (--collector.NAME / --no-collector.NAME).

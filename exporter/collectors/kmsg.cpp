@@ -11,6 +11,17 @@ void KmsgCollector::Start(const Paths& paths) {
 }
 
 bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  FamiliesSink sink(out);
+  return CollectTo(ctx, sink);
+}
+
+bool KmsgCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
+                                    std::string* /*tail*/) {
+  TextSink sink(text);
+  return CollectTo(ctx, sink);
+}
+
+bool KmsgCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   if (!follower_) {
     errors_.Set("the kernel log follower was not started");
     return false;
@@ -23,21 +34,21 @@ bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
     errors_.Set(s.error);
     return false;
   }
-  auto& m = AddFamily(out, "diskprobe_kernel_messages_total",
-                      "Kernel log messages that tell a failing card, by whole disk, mmc host and kind "
-                      "(rate-limited ones included); device and host empty when the message names neither.",
-                      MetricType::Counter);
+  out.Family("diskprobe_kernel_messages_total",
+             "Kernel log messages that tell a failing card, by whole disk, mmc host and kind "
+             "(rate-limited ones included); device and host empty when the message names neither.",
+             MetricType::Counter);
   for (const auto& [k, v] : s.messages)
-    AddSample(m, {{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", std::string(parsers::ToString(std::get<2>(k)))}},
-              static_cast<double>(v));
-  AddSample(AddFamily(out, "diskprobe_kernel_log_records_total",
-                      "Records read from the kernel log since the exporter started (from the start of the ring buffer).",
-                      MetricType::Counter),
-            {}, static_cast<double>(s.records));
-  AddSample(AddFamily(out, "diskprobe_kernel_log_lost_records_total",
-                      "Kernel log records overwritten in the ring buffer before they were read (sequence gaps).",
-                      MetricType::Counter),
-            {}, static_cast<double>(s.lost));
+    out.Sample({{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", parsers::ToString(std::get<2>(k))}},
+               static_cast<double>(v));
+  out.Family("diskprobe_kernel_log_records_total",
+             "Records read from the kernel log since the exporter started (from the start of the ring buffer).",
+             MetricType::Counter);
+  out.Sample({}, static_cast<double>(s.records));
+  out.Family("diskprobe_kernel_log_lost_records_total",
+             "Kernel log records overwritten in the ring buffer before they were read (sequence gaps).",
+             MetricType::Counter);
+  out.Sample({}, static_cast<double>(s.lost));
   errors_.Set("");
   return true;
 }

@@ -23,8 +23,12 @@ class KmsgCollector : public Collector {
   // Starts following paths.kmsg, reading sysfs to map names to disks.
   void Start(const Paths& paths) override;
   bool Collect(const ScrapeContext& ctx, Families* out) override;
+  // Writes the families straight into *text.
+  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
  private:
+  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
+
   ErrorState errors_{"kmsg"};
   std::shared_ptr<KmsgFollower> follower_;
 };

@@ -107,6 +107,17 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
 }
 
 bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  FamiliesSink sink(out);
+  return CollectTo(ctx, sink);
+}
+
+bool MountsCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
+                                      std::string* /*tail*/) {
+  TextSink sink(text);
+  return CollectTo(ctx, sink);
+}
+
+bool MountsCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   const auto now = std::chrono::steady_clock::now();
   if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
     map_ = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
@@ -137,16 +148,14 @@ bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
     }
   }
 
-  if (!fs.empty()) {
-    auto& ro = AddFamily(out, "diskprobe_filesystem_read_only",
-                         "1 when writes to the filesystem fail: ro in the mount or superblock options, or "
-                         "emergency_ro (Linux 6.15+) after an error.",
-                         MetricType::Gauge);
-    for (const auto& [k, v] : fs)
-      AddSample(ro, {{"device", std::get<0>(k)}, {"fstype", std::get<1>(k)}, {"mountpoint", std::get<2>(k)},
-                     {"partition", std::get<3>(k)}},
-                v ? 1 : 0);
-  }
+  out.Family("diskprobe_filesystem_read_only",
+             "1 when writes to the filesystem fail: ro in the mount or superblock options, or "
+             "emergency_ro (Linux 6.15+) after an error.",
+             MetricType::Gauge);
+  for (const auto& [k, v] : fs)
+    out.Sample({{"device", std::get<0>(k)}, {"fstype", std::get<1>(k)}, {"mountpoint", std::get<2>(k)},
+                {"partition", std::get<3>(k)}},
+               v ? 1 : 0);
 
   struct Ext4Data {
     std::string disk, partition;
@@ -164,12 +173,10 @@ bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
     data.push_back({disk, partition, parsers::ParseExt4Errors(files)});
   }
   auto family = [&](const char* name, const char* help, MetricType type, auto get) {
-    prometheus::MetricFamily* f = nullptr;
+    out.Family(name, help, type);
     for (const auto& d : data) {
       auto v = get(d.e);
-      if (!v) continue;
-      if (f == nullptr) f = &AddFamily(out, name, help, type);
-      AddSample(*f, {{"device", d.disk}, {"partition", d.partition}}, static_cast<double>(*v));
+      if (v) out.Sample({{"device", d.disk}, {"partition", d.partition}}, static_cast<double>(*v));
     }
   };
   family("diskprobe_ext4_errors_total",

@@ -50,8 +50,11 @@ class MountsCollector : public Collector {
 
   std::string_view Name() const override { return "mounts"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
+  // Writes the families straight into *text.
+  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
  private:
+  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
   // Reads mountinfo into mounts_ only when it changed: procfs signals a change of the mount table
   // (mount, umount, remount ro) with POLLPRI|POLLERR on an open mountinfo descriptor
   // (fs/proc_namespace.c mounts_poll), so a scrape costs one poll(2) instead of reading and parsing

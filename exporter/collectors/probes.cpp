@@ -15,7 +15,8 @@ bool ProbesCollector::Collect(const ScrapeContext& ctx, Families* out) {
   return true;
 }
 
-bool ProbesCollector::CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text) {
+bool ProbesCollector::CollectWithText(const ScrapeContext& ctx, Families* out, std::string* /*text*/,
+                                      std::string* tail) {
   if (ctx.probes == nullptr) return true;
   // Read the generation before the snapshot: a change during the snapshot forces a rebuild next time.
   const std::uint64_t gen = ctx.probes->Generation();
@@ -26,7 +27,7 @@ bool ProbesCollector::CollectWithText(const ScrapeContext& ctx, Families* out, s
     WriteExposition(f, &cached_text_);
     cached_generation_ = gen;
   }
-  *text += cached_text_;
+  *tail += cached_text_;
   CollectStalled(ctx, out);
   return true;
 }

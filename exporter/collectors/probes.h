@@ -14,7 +14,8 @@ class ProbesCollector : public Collector {
   bool Collect(const ScrapeContext& ctx, Families* out) override;
   // Probe results change once per run (minutes), scrapes come every few seconds: the rendered
   // text is kept until ProbeManager::Generation() moves; only `stalled` is computed every scrape.
-  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text) override;
+  // The cached results go to *tail, where they have always been in the exposition.
+  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
  private:
   // Everything but diskprobe_probe_stalled.

@@ -70,6 +70,13 @@ TEST(BlockStatCollector, GoldenOnFixture) {
   Families out;
   EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
   testing::ExpectGolden("block_stat.prom", Render(out));
+  // A scrape writes the same families as text directly (FamilySink).
+  std::string text, tail;
+  Families none;
+  EXPECT_TRUE(c.CollectWithText(ScrapeContext{paths, devices}, &none, &text, &tail));
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(tail, "");
+  testing::ExpectGolden("block_stat.prom", text);
 }
 
 TEST(BlockStatCollector, UnitsAndAbsentFields) {

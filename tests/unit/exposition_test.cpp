@@ -70,6 +70,32 @@ TEST(WriteExposition, Histogram) {
             "diskprobe_lat_seconds_count{device=\"mmcblk0\"} 3\n");
 }
 
+// The same calls through both sinks: the text is what WriteExposition makes of the families,
+// escapes and empty families included.
+TEST(FamilySink, TextSinkWritesWhatWriteExpositionWritesOfFamiliesSink) {
+  auto emit = [](collectors::FamilySink& s) {
+    s.Family("diskprobe_empty", "never shown", MetricType::Gauge);
+    s.Family("diskprobe_x_info", "Help with \\ and\nnewline.", MetricType::Gauge);
+    s.Sample({{"device", "sd\"a\\b\nc"}, {"model", ""}}, 1);
+    s.Sample({{"device", "SD\xff caf\xc3\xa9"}, {"model", "m"}}, 0.25);
+    s.Family("diskprobe_y_total", "Counter.", MetricType::Counter);
+    s.Sample({}, 42);
+    s.Family("diskprobe_z", "Untyped.", MetricType::Untyped);
+    s.Sample({{"a", "b"}}, -INFINITY);
+    s.Family("diskprobe_empty_at_end", "never shown either", MetricType::Counter);
+  };
+  collectors::Families f;
+  collectors::FamiliesSink families(&f);
+  emit(families);
+  ASSERT_EQ(f.size(), 3u);
+  std::string expected;
+  WriteExposition(f, &expected);
+  std::string text;
+  collectors::TextSink sink(&text);
+  emit(sink);
+  EXPECT_EQ(text, expected);
+}
+
 }  // namespace
 }  // namespace diskprobe
 

@@ -322,6 +322,14 @@ TEST(FaultsRoot, GoldenExposition) {
   EXPECT_TRUE(mounts.Collect(ctx, &out));
   EXPECT_TRUE(kmsg.Collect(ctx, &out));
   testing::ExpectGolden("roots_faults.prom", Render(out));
+  // A scrape writes the same families as text directly (FamilySink).
+  std::string text, tail;
+  Families none;
+  EXPECT_TRUE(mounts.CollectWithText(ctx, &none, &text, &tail));
+  EXPECT_TRUE(kmsg.CollectWithText(ctx, &none, &text, &tail));
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(tail, "");
+  testing::ExpectGolden("roots_faults.prom", text);
 }
 
 TEST(FaultsRoot, UnreadableKernelLog) {
