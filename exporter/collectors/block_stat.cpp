@@ -27,11 +27,11 @@ struct DeviceData {
   const Facts* facts;
 };
 
-std::optional<unsigned long long> ReadU64(const std::string& path) {
-  util::FileContent f = util::ReadAttribute(path);
+std::optional<unsigned long long> ParseU64(const util::FileContent& f) {
   if (!f.ok()) return std::nullopt;
   return util::ParseU64(f.text);
 }
+std::optional<unsigned long long> ReadU64(const std::string& path) { return ParseU64(util::ReadAttribute(path)); }
 
 // First readable, non-empty attribute among `names` (relative to `dir`), trimmed.
 std::string ReadFirst(const std::string& dir, std::initializer_list<const char*> names) {
@@ -119,7 +119,7 @@ bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   const auto now = std::chrono::steady_clock::now();
   for (const Device& dev : ctx.devices) {
     const std::string& dir = dev.sysfs_path;
-    util::FileContent statf = util::ReadAttribute(dir + "/stat");
+    util::FileContent statf = files_.Read(dir + "/stat");
     if (!statf.ok()) {
       if (statf.error != ENOENT && statf.error != ENODEV && failure.empty())
         failure = dir + "/stat: " + std::strerror(statf.error);
@@ -130,7 +130,7 @@ bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
       if (failure.empty()) failure = dir + "/stat: unrecognised format";
       continue;
     }
-    DeviceData d{&dev, *stat, ReadU64(dir + "/size"), ReadU64(dir + "/ro"), nullptr};
+    DeviceData d{&dev, *stat, ParseU64(files_.Read(dir + "/size")), ParseU64(files_.Read(dir + "/ro")), nullptr};
     // A loop device detached since the last discovery keeps its sysfs entry with size 0:
     // it is gone (discovery skips such devices too).
     if (dev.name.rfind("loop", 0) == 0 && d.size_sectors == 0ull) continue;
@@ -148,6 +148,7 @@ bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
     for (const auto& d : data) present = present || d.dev->name == it->first;
     it = present ? std::next(it) : facts_.erase(it);
   }
+  files_.CloseUnread();
 
   using MT = MetricType;
   Family(out, data, "diskprobe_block_reads_completed_total", "Read requests completed (stat field 1).", MT::Counter,

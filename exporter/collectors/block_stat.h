@@ -6,9 +6,10 @@
 //   <sysfs>/block/<dev>/{size,ro,removable}       size in 512-byte sectors, flags
 //   <sysfs>/block/<dev>/queue/{rotational,logical_block_size,physical_block_size,scheduler}
 //   <sysfs>/block/<dev>/device/{model,name,vendor,rev,fwrev,firmware_rev,serial}, <dev>/serial
-// stat, size and ro are read at every scrape. The device's other facts (identity, queue
-// geometry, scheduler) change only with the medium or an administrator, so they are cached per
-// device and re-read when the device number or size changes, or after kFactsMaxAge.
+// stat, size and ro are read at every scrape, from descriptors kept open (util::SysfsAttributes:
+// one pread each). The device's other facts (identity, queue geometry, scheduler) change only
+// with the medium or an administrator, so they are cached per device and re-read when the device
+// number or size changes, or after kFactsMaxAge.
 // A file that is missing gives an absent series. A failed device discovery fails the collector. A device whose `stat` vanished between discovery
 // and the scrape (unplugged) is skipped silently; any other unreadable `stat` fails the collector.
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 
 #include "collectors/collector.h"
+#include "util/file.h"
 
 namespace diskprobe::collectors {
 
@@ -42,6 +44,7 @@ class BlockStatCollector : public Collector {
 
   ErrorState errors_{"block_stat"};
   std::unordered_map<std::string, Facts> facts_;  // by device name; scrapes are serialised
+  util::SysfsAttributes files_;                   // stat, size and ro, kept open
 };
 
 }  // namespace diskprobe::collectors

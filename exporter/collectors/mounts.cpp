@@ -166,12 +166,13 @@ bool MountsCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
     const std::string dir = util::JoinPath(ctx.paths.sysfs, "fs/ext4/" + partition);
     std::map<std::string, std::string, std::less<>> files;
     for (const char* name : {"errors_count", "first_error_time", "last_error_time", "warning_count"}) {
-      util::FileContent a = util::ReadAttribute(dir + "/" + name);
+      util::FileContent a = ext4_files_.Read(dir + "/" + name);
       if (a.ok()) files.emplace(name, std::move(a.text));
     }
     if (files.empty()) continue;  // not the ext4 driver, or a kernel without these attributes
     data.push_back({disk, partition, parsers::ParseExt4Errors(files)});
   }
+  ext4_files_.CloseUnread();
   auto family = [&](const char* name, const char* help, MetricType type, auto get) {
     out.Family(name, help, type);
     for (const auto& d : data) {

@@ -12,7 +12,8 @@
 //       major:minor of each monitored disk and its partitions; a mountinfo line whose st_dev is
 //       one of these is on that disk. Cached, rebuilt when the device list changes or after 60 s.
 //   <sysfs>/fs/ext4/<partition>/{errors_count,first_error_time,last_error_time,warning_count}
-//       fs/ext4/sysfs.c; parsers/ext4_sysfs.h. Four single-read attributes per ext4 filesystem.
+//       fs/ext4/sysfs.c; parsers/ext4_sysfs.h. Four single-read attributes per ext4 filesystem,
+//       kept open (util::SysfsAttributes).
 // Read-only is parsers::IsReadOnly: "ro" in the mount or superblock options, or "emergency_ro"
 // (6.15+). Kernels 6.12-6.14 show no sign of an ext4 error remount in mountinfo: the ext4 error
 // counter and the kmsg collector's remount_ro kind cover them (FIELD-NOTES.md).
@@ -24,6 +25,7 @@
 
 #include "collectors/collector.h"
 #include "parsers/mountinfo.h"
+#include "util/file.h"
 
 namespace diskprobe::collectors {
 
@@ -75,6 +77,7 @@ class MountsCollector : public Collector {
   DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};
+  util::SysfsAttributes ext4_files_;  // the ext4 error attributes, kept open
 };
 
 }  // namespace diskprobe::collectors

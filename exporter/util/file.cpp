@@ -1,6 +1,8 @@
 #include "util/file.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,6 +49,63 @@ FileContent ReadAttribute(const std::string& path) {
   else out.text.assign(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
+}
+
+SysfsAttributes::~SysfsAttributes() {
+  for (auto& [path, o] : open_) ::close(o.fd);
+}
+
+FileContent SysfsAttributes::Read(const std::string& path) {
+  FileContent out;
+  char buf[4096];
+  auto it = open_.find(path);
+  if (it != open_.end()) {
+    ssize_t n;
+    do {
+      n = ::pread(it->second.fd, buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+      it->second.read = true;
+      out.text.assign(buf, static_cast<std::size_t>(n));
+      return out;
+    }
+    ::close(it->second.fd);  // gone (ENODEV) or failing: start over with a fresh open
+    open_.erase(it);
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.error = errno;
+    return out;
+  }
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    out.error = errno;
+    ::close(fd);
+    return out;
+  }
+  out.text.assign(buf, static_cast<std::size_t>(n));
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) == 0 && fs.f_type == SYSFS_MAGIC) {
+    open_.emplace(path, Open{fd, true});
+  } else {
+    ::close(fd);
+  }
+  return out;
+}
+
+void SysfsAttributes::CloseUnread() {
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (it->second.read) {
+      it->second.read = false;
+      ++it;
+    } else {
+      ::close(it->second.fd);
+      it = open_.erase(it);
+    }
+  }
 }
 
 std::string_view Trim(std::string_view s) {

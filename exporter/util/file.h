@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace diskprobe::util {
 
@@ -22,6 +23,33 @@ FileContent ReadFile(const std::string& path, std::size_t max_bytes = 65536);
 // three system calls). sysfs returns a whole attribute, at most one page, in the first read
 // (Documentation/filesystems/sysfs.rst), so no second read for EOF is needed.
 FileContent ReadAttribute(const std::string& path);
+
+// Attributes read at every scrape, kept open between reads. sysfs makes an attribute's value
+// afresh on every read from offset 0 (Documentation/filesystems/sysfs.rst: to read a new value,
+// seek back to 0 and read again), so one pread(2) replaces open, read and close. Only files on
+// sysfs are kept open: any other file (fixture trees, a file replaced by rename) is opened anew
+// for every read, as ReadAttribute does. A kept file that fails to read (ENODEV once its device
+// or filesystem is gone) is closed and the path opened again, so results and errors are those of
+// ReadAttribute. Not thread-safe: one per collector (scrapes are serialised).
+class SysfsAttributes {
+ public:
+  SysfsAttributes() = default;
+  ~SysfsAttributes();
+  SysfsAttributes(const SysfsAttributes&) = delete;
+  SysfsAttributes& operator=(const SysfsAttributes&) = delete;
+
+  // As ReadAttribute(path).
+  FileContent Read(const std::string& path);
+  // Closes the files not read since the previous call (devices and filesystems gone).
+  void CloseUnread();
+
+ private:
+  struct Open {
+    int fd;
+    bool read;
+  };
+  std::unordered_map<std::string, Open> open_;
+};
 
 // Returns `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
 std::string_view Trim(std::string_view s);
