@@ -11,20 +11,32 @@ void KmsgCollector::Start(const Paths& paths) {
 }
 
 bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  std::optional<KmsgSnapshot> s = TakeSnapshot(ctx);
+  if (!s) return false;
   FamiliesSink sink(out);
-  return CollectTo(ctx, sink);
+  Write(*s, sink);
+  return true;
 }
 
 bool KmsgCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
                                     std::string* /*tail*/) {
-  TextSink sink(text);
-  return CollectTo(ctx, sink);
+  std::optional<KmsgSnapshot> s = TakeSnapshot(ctx);
+  if (!s) return false;
+  // The text is a function of the counts alone, which change only when a message is logged.
+  if (!cached_ || s->messages != cached_->messages || s->records != cached_->records || s->lost != cached_->lost) {
+    cached_text_.clear();
+    TextSink sink(&cached_text_);
+    Write(*s, sink);
+    cached_ = std::move(s);
+  }
+  *text += cached_text_;
+  return true;
 }
 
-bool KmsgCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
+std::optional<KmsgSnapshot> KmsgCollector::TakeSnapshot(const ScrapeContext& ctx) {
   if (!follower_) {
     errors_.Set("the kernel log follower was not started");
-    return false;
+    return std::nullopt;
   }
   std::vector<std::string> disks;
   disks.reserve(ctx.devices.size());
@@ -32,8 +44,13 @@ bool KmsgCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   KmsgSnapshot s = follower_->Snapshot(disks);
   if (!s.error.empty()) {
     errors_.Set(s.error);
-    return false;
+    return std::nullopt;
   }
+  errors_.Set("");
+  return s;
+}
+
+void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
   out.Family("diskprobe_kernel_messages_total",
              "Kernel log messages that tell a failing card, by whole disk, mmc host and kind "
              "(rate-limited ones included); device and host empty when the message names neither.",
@@ -49,8 +66,6 @@ bool KmsgCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
              "Kernel log records overwritten in the ring buffer before they were read (sequence gaps).",
              MetricType::Counter);
   out.Sample({}, static_cast<double>(s.lost));
-  errors_.Set("");
-  return true;
 }
 
 }  // namespace diskprobe::collectors

@@ -7,6 +7,8 @@
 // Messages are counted under the disk they name whether or not it is monitored now, and the
 // series stay after the disk is gone: the errors logged as a card dies are the ones to keep.
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "collectors/collector.h"
 #include "kmsg_follower.h"
@@ -23,14 +25,19 @@ class KmsgCollector : public Collector {
   // Starts following paths.kmsg, reading sysfs to map names to disks.
   void Start(const Paths& paths) override;
   bool Collect(const ScrapeContext& ctx, Families* out) override;
-  // Writes the families straight into *text.
+  // Writes the families as text into *text; the text is kept and written again for as long as
+  // the counts stay the same.
   bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
  private:
-  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
+  // The follower's counts, or nullopt when it cannot be read (reason logged once).
+  std::optional<KmsgSnapshot> TakeSnapshot(const ScrapeContext& ctx);
+  static void Write(const KmsgSnapshot& s, FamilySink& out);
 
   ErrorState errors_{"kmsg"};
   std::shared_ptr<KmsgFollower> follower_;
+  std::optional<KmsgSnapshot> cached_;  // the counts cached_text_ shows
+  std::string cached_text_;
 };
 
 }  // namespace diskprobe::collectors

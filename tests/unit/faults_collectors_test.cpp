@@ -299,6 +299,53 @@ TEST(KmsgFollower, FollowsAFileLikeTailF) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << "the stop pipe wakes poll()";
 }
 
+// A scrape's kmsg text is kept while the counts stay the same and follows them when a message
+// (or any record) arrives: always what Collect's families give.
+TEST(KmsgCollector, TextFollowsTheCounts) {
+  TempDir t;
+  const std::string path = t.path() + "/kmsg";
+  std::ofstream(path) << "3,1,0,-;mmc0: timeout waiting for hardware interrupt.\n";
+  auto follower = std::make_shared<KmsgFollower>(path, FaultsPaths().sysfs);
+  ASSERT_TRUE(follower->Start());
+  WaitDrained(*follower, 1);
+  Paths p = FaultsPaths();
+  DeviceList d = Devices(p);
+  ScrapeContext ctx{p, d};
+  KmsgCollector kmsg(follower);
+  auto families_text = [&] {
+    Families f;
+    EXPECT_TRUE(kmsg.Collect(ctx, &f));
+    return Render(f);
+  };
+  auto scrape_text = [&] {
+    std::string text, tail;
+    Families none;
+    EXPECT_TRUE(kmsg.CollectWithText(ctx, &none, &text, &tail));
+    EXPECT_TRUE(none.empty());
+    return text;
+  };
+  const std::string first = scrape_text();
+  EXPECT_EQ(first, families_text());
+  EXPECT_NE(first.find("diskprobe_kernel_messages_total{device=\"mmcblk0\",host=\"mmc0\",kind=\"timeout\"} 1\n"),
+            std::string::npos)
+      << first;
+  EXPECT_EQ(scrape_text(), first);
+  std::ofstream(path, std::ios::app) << "3,2,0,-;mmc0: timeout waiting for hardware interrupt.\n";
+  WaitDrained(*follower, 2);
+  const std::string second = scrape_text();
+  EXPECT_EQ(second, families_text());
+  EXPECT_NE(second.find("diskprobe_kernel_messages_total{device=\"mmcblk0\",host=\"mmc0\",kind=\"timeout\"} 2\n"),
+            std::string::npos)
+      << second;
+  // A record that is no card message moves only the record count.
+  std::ofstream(path, std::ios::app) << "6,3,0,-;usb 1-1: new high-speed USB device number 2\n";
+  WaitDrained(*follower, 3);
+  const std::string third = scrape_text();
+  EXPECT_EQ(third, families_text());
+  EXPECT_NE(third.find("diskprobe_kernel_log_records_total 3\n"), std::string::npos) << third;
+  follower->Stop();
+}
+
 TEST(KmsgFollower, MissingPathIsAnError) {
   KmsgFollower f("/nonexistent/kmsg", "/sys");
   EXPECT_FALSE(f.Start());
