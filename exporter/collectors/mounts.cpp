@@ -86,6 +86,7 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     struct statfs fs {};
     fd_on_procfs_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
     fd_procfs_ = ctx.paths.procfs;
+    ++version_;  // fd_is_self_ may have changed what the same table means
   }
   std::string text;
   char buf[16384];
@@ -102,25 +103,46 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     fd_ = -1;
     return false;
   }
-  mounts_ = parsers::ParseMountinfo(text);
+  if (text != mounts_text_) {
+    mounts_ = parsers::ParseMountinfo(text);
+    mounts_text_ = std::move(text);
+    ++version_;
+  }
   return true;
 }
 
 bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
+  if (!Refresh(ctx)) return false;
   FamiliesSink sink(out);
-  return CollectTo(ctx, sink);
+  Write(ReadExt4(ctx), sink);
+  errors_.Set("");
+  return true;
 }
 
 bool MountsCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
                                       std::string* /*tail*/) {
-  TextSink sink(text);
-  return CollectTo(ctx, sink);
+  if (!Refresh(ctx)) return false;
+  std::vector<Ext4Files> ext4 = ReadExt4(ctx);
+  // The text is a function of the mount table, the partition map and the ext4 attributes' text:
+  // written anew when one of them changed, copied otherwise.
+  if (text_version_ != version_ || ext4 != text_ext4_) {
+    text_.clear();
+    TextSink sink(&text_);
+    Write(ext4, sink);
+    text_version_ = version_;
+    text_ext4_ = std::move(ext4);
+  }
+  *text += text_;
+  errors_.Set("");
+  return true;
 }
 
-bool MountsCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
+bool MountsCollector::Refresh(const ScrapeContext& ctx) {
   const auto now = std::chrono::steady_clock::now();
   if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
-    map_ = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
+    PartitionMap map = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
+    if (map != map_) ++version_;
+    map_ = std::move(map);
     map_devices_ = ctx.devices;
     map_built_ = now;
   }
@@ -130,49 +152,61 @@ bool MountsCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
     errors_.Set(error);
     return false;
   }
+  if (derived_version_ == version_) return true;
 
   // One series per (device, partition, mountpoint, fstype); when a mount point is mounted over,
   // the later line (the visible mount) wins.
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> fs;
-  std::map<std::string, std::string> ext4;  // partition -> disk
+  fs_.clear();
+  ext4_.clear();
   if (!map_.empty()) {
     for (const parsers::MountInfo& m : mounts_) {
       auto it = map_.find({m.major, m.minor});
       if (it == map_.end()) continue;
       const BlockLocation& where = it->second;
       // In our own namespace (fd_is_self_) per-mount "ro" is the sandbox's, not the host's.
-      fs[{where.disk, m.fstype, m.mount_point, where.partition}] =
+      fs_[{where.disk, m.fstype, m.mount_point, where.partition}] =
           parsers::IsReadOnly(fd_is_self_ ? std::string_view() : std::string_view(m.mount_options), m.super_options);
       // ext2/ext3 mounted by the ext4 driver have their directory under /sys/fs/ext4 too.
-      if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4[where.partition] = where.disk;
+      if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4_[where.partition] = where.disk;
     }
   }
+  derived_version_ = version_;
+  return true;
+}
 
+std::vector<MountsCollector::Ext4Files> MountsCollector::ReadExt4(const ScrapeContext& ctx) {
+  std::vector<Ext4Files> out;
+  for (const auto& [partition, disk] : ext4_) {
+    const std::string dir = util::JoinPath(ctx.paths.sysfs, "fs/ext4/" + partition);
+    Ext4Files f{disk, partition, {}};
+    for (const char* name : {"errors_count", "first_error_time", "last_error_time", "warning_count"}) {
+      util::FileContent a = ext4_files_.Read(dir + "/" + name);
+      if (a.ok()) f.files.emplace(name, std::move(a.text));
+    }
+    if (f.files.empty()) continue;  // not the ext4 driver, or a kernel without these attributes
+    out.push_back(std::move(f));
+  }
+  ext4_files_.CloseUnread();
+  return out;
+}
+
+void MountsCollector::Write(const std::vector<Ext4Files>& ext4, FamilySink& out) const {
   out.Family("diskprobe_filesystem_read_only",
              "1 when writes to the filesystem fail: ro in the mount or superblock options, or "
              "emergency_ro (Linux 6.15+) after an error.",
              MetricType::Gauge);
-  for (const auto& [k, v] : fs)
+  for (const auto& [k, v] : fs_)
     out.Sample({{"device", std::get<0>(k)}, {"fstype", std::get<1>(k)}, {"mountpoint", std::get<2>(k)},
                 {"partition", std::get<3>(k)}},
                v ? 1 : 0);
 
   struct Ext4Data {
-    std::string disk, partition;
+    const std::string& disk;
+    const std::string& partition;
     parsers::Ext4Errors e;
   };
   std::vector<Ext4Data> data;
-  for (const auto& [partition, disk] : ext4) {
-    const std::string dir = util::JoinPath(ctx.paths.sysfs, "fs/ext4/" + partition);
-    std::map<std::string, std::string, std::less<>> files;
-    for (const char* name : {"errors_count", "first_error_time", "last_error_time", "warning_count"}) {
-      util::FileContent a = ext4_files_.Read(dir + "/" + name);
-      if (a.ok()) files.emplace(name, std::move(a.text));
-    }
-    if (files.empty()) continue;  // not the ext4 driver, or a kernel without these attributes
-    data.push_back({disk, partition, parsers::ParseExt4Errors(files)});
-  }
-  ext4_files_.CloseUnread();
+  for (const Ext4Files& f : ext4) data.push_back({f.disk, f.partition, parsers::ParseExt4Errors(f.files)});
   auto family = [&](const char* name, const char* help, MetricType type, auto get) {
     out.Family(name, help, type);
     for (const auto& d : data) {
@@ -191,9 +225,6 @@ bool MountsCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
   family("diskprobe_ext4_last_error_timestamp_seconds",
          "Time of the last recorded ext4 error (last_error_time).", MetricType::Gauge,
          [](const parsers::Ext4Errors& e) { return e.last.time; });
-
-  errors_.Set("");
-  return true;
 }
 
 }  // namespace diskprobe::collectors

@@ -19,7 +19,10 @@
 // counter and the kmsg collector's remount_ro kind cover them (FIELD-NOTES.md).
 // mountinfo unreadable: no series, the collector fails, the reason is logged once.
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -52,15 +55,27 @@ class MountsCollector : public Collector {
 
   std::string_view Name() const override { return "mounts"; }
   bool Collect(const ScrapeContext& ctx, Families* out) override;
-  // Writes the families straight into *text.
+  // Writes the families as text into *text; the text is kept and written again for as long as
+  // the mount table, the partition map and the ext4 attributes (read every scrape) stay the same.
   bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
 
  private:
-  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
+  // The ext4 attributes of one filesystem as read: file name -> text.
+  struct Ext4Files {
+    std::string disk, partition;
+    std::map<std::string, std::string, std::less<>> files;
+    bool operator==(const Ext4Files&) const = default;
+  };
+  // Brings map_, mounts_ and what is derived from them (fs_, ext4_) up to date; false when
+  // mountinfo cannot be read (reason logged once).
+  bool Refresh(const ScrapeContext& ctx);
+  std::vector<Ext4Files> ReadExt4(const ScrapeContext& ctx);
+  void Write(const std::vector<Ext4Files>& ext4, FamilySink& out) const;
   // Reads mountinfo into mounts_ only when it changed: procfs signals a change of the mount table
   // (mount, umount, remount ro) with POLLPRI|POLLERR on an open mountinfo descriptor
   // (fs/proc_namespace.c mounts_poll), so a scrape costs one poll(2) instead of reading and parsing
-  // the whole table. Files that are not on procfs (fixture trees) are read every time.
+  // the whole table. Files that are not on procfs (fixture trees) are read every time, and
+  // parsed only when their text changed.
   // Returns false with *error when neither mountinfo can be read.
   bool RefreshMounts(const ScrapeContext& ctx, std::string* error);
 
@@ -74,10 +89,21 @@ class MountsCollector : public Collector {
   // superblock options tell whether the filesystem is read-only.
   bool fd_is_self_ = false;
   std::vector<parsers::MountInfo> mounts_;
+  std::string mounts_text_;  // the mountinfo text mounts_ was parsed from
   DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};
   util::SysfsAttributes ext4_files_;  // the ext4 error attributes, kept open
+  std::uint64_t version_ = 0;  // moves whenever mounts_ or map_ changes
+  // From mounts_ and map_ as of derived_version_: (device, fstype, mountpoint, partition) -> read
+  // only, and the ext4 filesystems (partition -> disk).
+  std::uint64_t derived_version_ = ~std::uint64_t{0};
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> fs_;
+  std::map<std::string, std::string> ext4_;
+  // The scrape text, for mount table version text_version_ and ext4 attributes text_ext4_.
+  std::uint64_t text_version_ = ~std::uint64_t{0};
+  std::vector<Ext4Files> text_ext4_;
+  std::string text_;
 };
 
 }  // namespace diskprobe::collectors

@@ -126,6 +126,55 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   EXPECT_EQ(text.find("error_timestamp_seconds{device=\"sda\""), std::string::npos);
 }
 
+// A scrape's mounts text is kept while the mount table and the ext4 attributes stay the same and
+// follows either when it changes: always what Collect's families give.
+TEST(Mounts, TextFollowsMountsAndExt4Attributes) {
+  TempDir t;
+  fs::copy(Fixture("roots/faults"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  Paths p = FaultsPaths();
+  p.sysfs = t.path() + "/sys";
+  p.procfs = t.path() + "/proc";
+  p.rootfs = t.path();
+  DeviceList d = Devices(p);
+  ScrapeContext ctx{p, d};
+  MountsCollector c;
+  auto families_text = [&] {
+    Families f;
+    EXPECT_TRUE(c.Collect(ctx, &f));
+    return Render(f);
+  };
+  auto scrape_text = [&] {
+    std::string text, tail;
+    Families none;
+    EXPECT_TRUE(c.CollectWithText(ctx, &none, &text, &tail));
+    EXPECT_TRUE(none.empty());
+    return text;
+  };
+  const std::string first = scrape_text();
+  EXPECT_EQ(first, families_text());
+  EXPECT_EQ(scrape_text(), first);
+  EXPECT_NE(first.find("diskprobe_ext4_errors_total{device=\"sda\",partition=\"sda1\"} 0\n"), std::string::npos);
+
+  std::ofstream(p.sysfs + "/fs/ext4/sda1/errors_count") << "3\n";
+  const std::string second = scrape_text();
+  EXPECT_NE(second.find("diskprobe_ext4_errors_total{device=\"sda\",partition=\"sda1\"} 3\n"), std::string::npos)
+      << second;
+  EXPECT_EQ(second, families_text());
+
+  // The vfat boot partition remounted read-only.
+  const std::string mountinfo = p.procfs + "/self/mountinfo";
+  std::string table = ReadText(fs::exists(p.procfs + "/1/mountinfo") ? p.procfs + "/1/mountinfo" : mountinfo);
+  const std::string rw_boot = "/boot/firmware rw,";
+  ASSERT_NE(table.find(rw_boot), std::string::npos) << table;
+  table.replace(table.find(rw_boot), rw_boot.size(), "/boot/firmware ro,");
+  std::ofstream(fs::exists(p.procfs + "/1/mountinfo") ? p.procfs + "/1/mountinfo" : mountinfo) << table;
+  const std::string third = scrape_text();
+  EXPECT_NE(third.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"),
+            std::string::npos)
+      << third;
+  EXPECT_EQ(third, families_text());
+}
+
 // /proc/1 hidden (ProtectProc=invisible): our own namespace, where ProtectSystem=strict makes "/"
 // a read-only *mount* of a writable filesystem. Only the superblock says read-only there (the
 // packaged unit once reported every root filesystem read-only this way).
