@@ -17,7 +17,7 @@ case "$arch" in
 esac
 scripts/install-deps.sh cross
 sysroot=${SYSROOT:-build/sysroot-$arch}
-[ -e "$sysroot/usr/include/yaml-cpp" ] || scripts/make-sysroot.sh "$arch" "$sysroot"
+scripts/make-sysroot.sh "$arch" "$sysroot"  # returns at once when the sysroot has every package
 # The sysroot's dpkg database, for dpkg-shlibdeps (sysroots made before make-sysroot.sh wrote it,
 # or moved since).
 if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then

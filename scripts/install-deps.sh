@@ -9,11 +9,11 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
             prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
-            nlohmann-json3-dev libssl-dev libboost-dev liburing-dev)
+            nlohmann-json3-dev libssl-dev libboost-dev liburing-dev libdeflate-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
            prometheus-pushgateway python3-jsonschema
-           man-db)  # man-db: tests/e2e/cli_man_e2e.sh formats the manual page as lintian does
+           man-db zlib1g-dev)  # man-db: cli_man_e2e.sh formats the man page as lintian does; zlib: gzip_test inflates
 # Fleet deployment tests (issue 7): Ansible role lint and chroot run, compose file check,
 # Containerfile build (buildah, rootful, vfs storage) and run (podman with runc: crun cannot start
 # containers in some sandboxes; getcap from libcap2-bin), Kubernetes manifests (schemas from npm),

@@ -15,8 +15,16 @@ case "$arch" in arm64|armhf) ;; *) echo "unsupported architecture $arch" >&2; ex
 out=$(realpath -m "${2:-build/sysroot-$arch}")
 # The libraries the build links or includes (scripts/install-deps.sh build_pkgs and the tests').
 pkgs=(libc6-dev libstdc++-12-dev prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev
-      libcrypt-dev nlohmann-json3-dev libssl-dev liburing-dev libcurl4-openssl-dev zlib1g-dev
+      libcrypt-dev nlohmann-json3-dev libssl-dev liburing-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev
       libgtest-dev libgmock-dev libboost-dev)
+
+# Done already with these packages: nothing to do (scripts/cross-test.sh calls this every time, so a
+# package added above reaches sysroots made before).
+stamp=$out/.diskprobe-sysroot-packages
+if [ "$(cat "$stamp" 2>/dev/null)" = "${pkgs[*]}" ]; then
+  echo "make-sysroot: $out is up to date" >&2
+  exit 0
+fi
 
 apt_dir=$out.apt
 mkdir -p "$apt_dir"/{lists/partial,archives/partial,etc/preferences.d} "$out"
@@ -58,3 +66,4 @@ done
 echo "make-sysroot: $n packages unpacked into $out" >&2
 # A dpkg database of these packages, for dpkg-shlibdeps when packaging (cpack -G DEB) a cross build.
 "$(dirname "$0")/cross-dpkg-db.sh" "$out" "$apt_dir/archives"
+echo "${pkgs[*]}" >"$stamp"

@@ -1,5 +1,7 @@
 #include "http/routes.h"
 
+#include "http/gzip.h"
+#include "util/log.h"
 #include "version.h"
 
 namespace diskprobe::http {
@@ -56,7 +58,18 @@ Handler MakeExporterHandler(Scraper* scraper, DeviceRegistry* devices, std::stri
       return r;
     }
     if (req.path == telemetry_path) {
-      return Response{200, "text/plain; version=0.0.4; charset=utf-8", scraper->Render(), {}};
+      Response r{200, "text/plain; version=0.0.4; charset=utf-8", scraper->Render(), {}};
+      r.headers.emplace_back("Vary", "Accept-Encoding");
+      if (auto ae = req.Header("Accept-Encoding"); ae && AcceptsGzip(*ae)) {
+        std::string gz, err;
+        if (GzipCompress(r.body, &gz, &err)) {
+          r.body = std::move(gz);
+          r.headers.emplace_back("Content-Encoding", "gzip");
+        } else {
+          log::Warn("gzip failed, serving the metrics uncompressed", {{"err", err}});
+        }
+      }
+      return r;
     }
     if (req.path == "/") {
       return Response{200, "text/html; charset=utf-8", LandingPage(telemetry_path, *devices->Snapshot()), {}};

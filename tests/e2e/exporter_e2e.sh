@@ -45,6 +45,13 @@ check "no OpenSSL mapped without a web config ($(grep -cE 'libssl|libcrypto\.so'
 scrape >m1.txt
 check "promtool check metrics reports nothing" bash -c 'out=$(promtool check metrics <m1.txt 2>&1); echo -n "$out"; [ -z "$out" ]'
 check "build info is exported" grep -q '^diskprobe_build_info{revision="[^"]*",version="[0-9.]*"} 1$' m1.txt
+# gzip, as Prometheus asks for it: Content-Encoding set, the body a gzip stream whose text is a
+# valid exposition (the unit tests check the negotiation rules).
+curl -sS -H 'Accept-Encoding: gzip' -D gz-head.txt -o m1.gz "http://$EXPORTER_ADDR/metrics"
+check "gzip when asked: $(tr -d '\r' <gz-head.txt | grep -iE '^(content-encoding|vary):' | tr '\n' ' ')$(stat -c %s m1.gz) bytes on the wire, $(gzip -dc m1.gz | wc -c) of text" \
+  bash -c "tr -d '\r' <gz-head.txt | grep -qix 'content-encoding: gzip' && gzip -dc m1.gz >m1-gz.txt &&
+           [ -z \"\$(promtool check metrics <m1-gz.txt 2>&1)\" ] && grep -q '^diskprobe_build_info{' m1-gz.txt"
+check "no gzip unless asked (curl without --compressed got identity)" bash -c "! grep -qi '^content-encoding' <(curl -sS -D - -o /dev/null http://$EXPORTER_ADDR/metrics)"
 
 # Every whole disk the default config selects, from sysfs itself.
 devices=()
