@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <tuple>
 
 #include "util/file.h"
@@ -26,14 +27,39 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKi
   }
   r.ReadBool(node, path, "enabled", &s->enabled);
   r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000), std::chrono::hours(24 * 7));
+  // Where a rule about a merged value (this node's or the defaults') is reported: at the key when
+  // this node sets it, else at the node.
+  auto at = [&](const char* key) { return node[key].IsDefined() ? node[key] : node; };
   if (seq) {
     r.ReadSize(node, path, "size", &s->size, 4096, kGiB);
     r.ReadSize(node, path, "request_size", &s->request_size, 4096, 64 * kMiB);
+    // Requests are O_DIRECT, so aligned to the largest logical block size (4 KiB), and the run
+    // reads or writes whole requests: a size the requests do not fill was silently cut (a 1 MiB
+    // size with 4 MiB requests did nothing and counted an ok run).
+    if (s->request_size % 4096 != 0)
+      r.Fail(at("request_size"), path + ".request_size", "must be a multiple of 4KiB, got " + std::to_string(s->request_size));
+    else if (s->request_size > s->size)
+      r.Fail(at("request_size"), path + ".request_size",
+             "must not exceed size (" + std::to_string(s->size) + "), got " + std::to_string(s->request_size));
+    else if (s->size % s->request_size != 0)
+      r.Fail(at("size"), path + ".size",
+             "must be a multiple of request_size (" + std::to_string(s->request_size) + "), got " + std::to_string(s->size));
   } else {
     std::uint64_t ops = s->ops;
     r.ReadUint(node, path, "ops", &ops, 1, 4096);
     s->ops = static_cast<std::uint32_t>(ops);
-    if (kind != ProbeKind::kVerify) r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
+    if (kind != ProbeKind::kVerify) {
+      r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
+      // randread: O_DIRECT on the raw device needs whole sectors (and is rounded up to the
+      // device's logical block size at run time); write and fsync: whole 4 KiB blocks of the
+      // probe file, each stamped with its header and CRC (5000 failed every run with EINVAL,
+      // 1000 was silently written as 4096).
+      const std::uint64_t unit = kind == ProbeKind::kRandRead ? 512 : 4096;
+      if (s->block_size % unit != 0)
+        r.Fail(at("block_size"), path + ".block_size",
+               "must be a multiple of " + std::string(unit == 512 ? "512" : "4KiB") + ", got " +
+                   std::to_string(s->block_size));
+    }
   }
 }
 
@@ -61,8 +87,27 @@ void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
     r.Fail(node["state_directory"].IsDefined() ? node["state_directory"] : node, path + ".state_directory",
            "must be an absolute path");
   r.ReadStrings(node, path, "write_directories", &p->write_directories);
-  for (const auto& d : p->write_directories)
-    if (d.empty() || d[0] != '/') r.Fail(node["write_directories"], path + ".write_directories", "\"" + d + "\" is not an absolute path");
+  for (std::size_t i = 0; i < p->write_directories.size(); ++i) {
+    const std::string& d = p->write_directories[i];
+    const YAML::Node item = node["write_directories"][i];
+    const std::string item_path = path + ".write_directories[" + std::to_string(i) + "]";
+    if (d.empty() || d[0] != '/') {
+      r.Fail(item, item_path, "\"" + d + "\" is not an absolute path");
+      continue;
+    }
+    // The same directory twice ("/a", "/a/", "/a/./") would run its probes twice and export
+    // the same series twice, which Prometheus rejects.
+    auto norm = [](const std::string& x) {
+      std::string n = std::filesystem::path(x).lexically_normal().string();
+      while (n.size() > 1 && n.back() == '/') n.pop_back();
+      return n;
+    };
+    for (std::size_t j = 0; j < i; ++j)
+      if (norm(p->write_directories[j]) == norm(d)) {
+        r.Fail(item, item_path, "\"" + d + "\" is listed twice (also at write_directories[" + std::to_string(j) + "])");
+        break;
+      }
+  }
   r.ReadSize(node, path, "probe_file_size", &p->probe_file_size, kMiB, 1 * kGiB);
   std::string prio;
   r.ReadString(node, path, "io_priority", &prio);

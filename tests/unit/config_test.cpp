@@ -277,6 +277,47 @@ TEST(ProbesConfig, BadValues) {
   EXPECT_EQ(got[6].rfind("p.yml:9:5: probes.devices.mmc[: invalid regular expression \"mmc[\": ", 0), 0u) << got[6];
 }
 
+// Sizes the probes cannot run as written: each was accepted before and then failed every run
+// (randread 5000: EINVAL), was silently changed (write 1000 -> 4096), did nothing while counting
+// ok runs (seqread 1 MiB in 4 MiB requests), or exported one series twice (the same directory).
+TEST(ProbesConfig, SizesTheProbesCannotRun) {
+  auto r = LoadString(
+      "probes:\n"
+      "  write_directories: [/srv/a, /srv/b, /srv/a/]\n"
+      "  defaults:\n"
+      "    randread: {block_size: 5000}\n"
+      "    write: {block_size: 1000}\n"
+      "    fsync: {block_size: 6KiB}\n"
+      "    seqread: {size: 1MiB, request_size: 4MiB}\n"
+      "  devices:\n"
+      "    'sd[a-z]+':\n"
+      "      seqwrite: {request_size: 3MiB}\n"
+      "      seqread: {request_size: 6000}\n",
+      "p.yml");
+  EXPECT_FALSE(r.config);
+  auto got = Messages(r);
+  ASSERT_EQ(got.size(), 7u) << ::testing::PrintToString(got);
+  EXPECT_EQ(got[0], "p.yml:2:39: probes.write_directories[2]: \"/srv/a/\" is listed twice (also at write_directories[0])");
+  EXPECT_EQ(got[1], "p.yml:4:28: probes.defaults.randread.block_size: must be a multiple of 512, got 5000");
+  EXPECT_EQ(got[2], "p.yml:5:25: probes.defaults.write.block_size: must be a multiple of 4KiB, got 1000");
+  EXPECT_EQ(got[3], "p.yml:6:25: probes.defaults.fsync.block_size: must be a multiple of 4KiB, got 6144");
+  EXPECT_EQ(got[4], "p.yml:7:41: probes.defaults.seqread.request_size: must not exceed size (1048576), got 4194304");
+  // A device override is checked with the values it inherits, reported where it is written.
+  EXPECT_EQ(got[5], "p.yml:10:17: probes.devices.sd[a-z]+.seqwrite.size: must be a multiple of request_size (3145728), got 8388608");
+  EXPECT_EQ(got[6], "p.yml:11:31: probes.devices.sd[a-z]+.seqread.request_size: must be a multiple of 4KiB, got 6000");
+
+  // Valid: randread in whole sectors, writes in whole 4 KiB blocks, sizes filled by requests.
+  auto ok = LoadString(
+      "probes:\n"
+      "  write_directories: [/srv/a, /srv/b]\n"
+      "  defaults:\n"
+      "    randread: {block_size: 1536}\n"
+      "    write: {block_size: 8KiB}\n"
+      "    seqread: {size: 4MiB, request_size: 4MiB}\n",
+      "ok.yml");
+  EXPECT_TRUE(ok.config) << ::testing::PrintToString(Messages(ok));
+}
+
 }  // namespace
 }  // namespace diskprobe::config
 
