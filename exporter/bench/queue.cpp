@@ -49,7 +49,10 @@ QueueResult RunQueued(const QueueJob& job, std::mt19937_64& rng) {
     return true;
   };
   const std::int64_t t0 = probes::MonotonicNs();
-  for (unsigned s = 0; s < job.depth && (job.max_ops == 0 || submitted < job.max_ops); ++s) submit_one(s);
+  // The deadline holds for the first batch too: a phase whose share of the run is already spent
+  // submits nothing (it used to run `depth` operations past the run's bound).
+  if (t0 < job.deadline_ns)
+    for (unsigned s = 0; s < job.depth && (job.max_ops == 0 || submitted < job.max_ops); ++s) submit_one(s);
   std::int64_t t_last = t0;
   while (in_flight > 0) {
     int n = io_uring_submit_and_wait(&ring, 1);

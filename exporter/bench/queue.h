@@ -16,7 +16,7 @@ struct QueueJob {
   std::uint64_t end_block = 0;
   std::uint32_t block_size = 4096;
   unsigned depth = 32;
-  std::int64_t deadline_ns = 0;     // CLOCK_MONOTONIC: no new submission after it
+  std::int64_t deadline_ns = 0;     // CLOCK_MONOTONIC: no submission at or after it, the first included
   std::uint64_t max_ops = 0;
   // Writes: fills a buffer before it is submitted (CRC-stamped probe blocks). Not timed apart:
   // it overlaps the in-flight I/O, as a real application's work would.
@@ -31,7 +31,7 @@ struct QueueResult {
 };
 
 // Keeps `depth` operations in flight at uniformly random aligned offsets until the deadline or
-// max_ops, then drains. Checks io_uring first (a refused ring is `unavailable`, not an error).
+// max_ops, then drains; nothing at all (ops 0) when the deadline has already passed. Checks io_uring first (a refused ring is `unavailable`, not an error).
 QueueResult RunQueued(const QueueJob& job, std::mt19937_64& rng);
 
 // "" when io_uring can be set up here, else why not.

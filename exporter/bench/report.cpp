@@ -18,6 +18,15 @@ std::string Fmt(const char* f, double v) {
   return b;
 }
 
+// Seconds with up to three decimals and no trailing zeros: 60, 0.5, 1.25 (a --duration of 500ms
+// printed as "0" with %.0f).
+std::string Seconds(double s) {
+  std::string t = Fmt("%.3f", s);
+  t.erase(t.find_last_not_of('0') + 1);
+  if (t.back() == '.') t.pop_back();
+  return t;
+}
+
 std::string Ms(const std::optional<double>& s) { return s ? Fmt("%.3f", *s * 1e3) : "-"; }
 
 nlohmann::json Opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -67,7 +76,7 @@ std::string FormatTable(const Report& r) {
   out += "  measured: " + r.verdict.measured_class + ", claimed by the card (SSR): " + r.verdict.claimed_class + "\n";
   for (const auto& w : r.verdict.warnings) out += "WARNING: " + w + "\n";
   for (const auto& n : r.notes) out += "note: " + n + "\n";
-  out += Fmt("finished in %.1f s", r.elapsed_seconds) + Fmt(" (bound %.0f s)", r.options.duration_seconds) + "\n";
+  out += Fmt("finished in %.1f s", r.elapsed_seconds) + " (bound " + Seconds(r.options.duration_seconds) + " s)" + "\n";
   return out;
 }
 

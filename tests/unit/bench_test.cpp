@@ -160,4 +160,15 @@ TEST(BenchTable, PrintsRowsAndVerdict) {
   EXPECT_NE(t.find("measured: unknown, claimed by the card (SSR): A1"), std::string::npos) << t;
 }
 
+// --duration 500ms printed "(bound 0 s)".
+TEST(BenchTable, PrintsSubSecondBounds) {
+  Report r = SampleReport();
+  for (auto [seconds, text] : {std::pair{0.5, "(bound 0.5 s)"}, {0.25, "(bound 0.25 s)"}, {60.0, "(bound 60 s)"},
+                               {90.5, "(bound 90.5 s)"}, {3600.0, "(bound 3600 s)"}}) {
+    r.options.duration_seconds = seconds;
+    std::string t = FormatTable(r);
+    EXPECT_NE(t.find(text), std::string::npos) << t;
+  }
+}
+
 }  // namespace
