@@ -84,6 +84,10 @@ std::optional<unsigned> ClaimedAppClass(const std::string& sysfs, const std::str
 // Nearest-rank percentile of `v` (sorted in place); nullopt when empty. q in [0, 1].
 std::optional<double> Percentile(std::vector<double>& v, double q);
 
+// The note saying the verdict's IOPS come from a QD1 test because its deep-queue twin (same
+// direction, r.options.queue_depth) did not complete; "" when no QD1 figure stands in for one.
+std::string Qd1FallbackNote(const Report& r);
+
 // The figures the verdict uses: the best random IOPS measured (QD32, else QD1: the card delivered
 // at least that) and the sequential write rate.
 VerdictInput VerdictInputOf(const Report& r);

@@ -43,6 +43,8 @@ sed 's/^/  /' short.txt
 check "--duration 300ms: exit 0 (rc $rc), every test skipped for the bound or unavailable, none ran" \
   bash -c "[ $rc = 0 ] && [ \$(grep -cE '^[a-z0-9_]+ +[0-9]+ +- .* (skipped: no time or bytes left in the run.s bounds|unavailable: .+)\$' short.txt) = 7 ]"
 check "--duration 300ms prints its bound as 0.3 s" grep -q '(bound 0.3 s)$' short.txt
+check "--duration 300ms: no note on QD1 figures standing in, as no QD1 test ran" \
+  bash -c "! grep -q '^note: the verdict.s IOPS come from the QD1 tests' short.txt"
 
 "$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --duration 4s --max-bytes 64MiB --file-size 4MiB \
   --lock-dir "$E2E_WORK/locks" --format json >run.json

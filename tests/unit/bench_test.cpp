@@ -160,6 +160,29 @@ TEST(BenchTable, PrintsRowsAndVerdict) {
   EXPECT_NE(t.find("measured: unknown, claimed by the card (SSR): A1"), std::string::npos) << t;
 }
 
+// The note on QD1 figures standing in for the deep-queue ones was printed even when the QD1 tests
+// had been skipped too (--duration 1s: nothing but one QD32 row had run).
+TEST(BenchNotes, Qd1FallbackOnlyWhenAQd1FigureStandsIn) {
+  Report r;
+  r.options.queue_depth = 32;
+  for (const char* n : {"randread_qd1", "randwrite_qd1", "randread_qd32", "randwrite_qd32"}) {
+    TestResult t;
+    t.name = n;
+    r.tests.push_back(t);
+  }
+  EXPECT_EQ(Qd1FallbackNote(r), "");  // everything skipped
+  r.tests[3].status = "ok";           // randwrite_qd32 only
+  EXPECT_EQ(Qd1FallbackNote(r), "");
+  r.tests[0].status = "ok";           // randread_qd1 stands in for randread_qd32
+  EXPECT_NE(Qd1FallbackNote(r).find("the verdict's IOPS come from the QD1 tests"), std::string::npos);
+  r.tests[0].status = "skipped";
+  r.tests[1].status = "ok";
+  r.tests[3].status = "unavailable";  // randwrite_qd1 stands in for randwrite_qd32
+  EXPECT_NE(Qd1FallbackNote(r), "");
+  r.tests[3].status = "ok";
+  EXPECT_EQ(Qd1FallbackNote(r), "");
+}
+
 // --duration 500ms printed "(bound 0 s)".
 TEST(BenchTable, PrintsSubSecondBounds) {
   Report r = SampleReport();
