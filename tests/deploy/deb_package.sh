@@ -48,6 +48,14 @@ check "the manual page is docs/diskprobe_exporter.1" bash -c \
 check "the changelog's version is the package's ($(dpkg-deb -f "$DEB" Version))" bash -c \
   "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./usr/share/doc/diskprobe-exporter/changelog.gz | gzip -dc | head -n1 |
    grep -q '^diskprobe-exporter ($(dpkg-deb -f "$DEB" Version)) '"
+# Every packaged path the unit's Documentation= and the man page name is in the package (they
+# named README.md and metrics.md while the package ships them gzip'ed).
+refs=$( (sed -n 's/^Documentation=//p' "$SRC/deploy/systemd/diskprobe_exporter.service" | tr ' ' '\n' | sed -n 's|^file://||p'
+         sed 's/\\-/-/g' "$SRC/docs/diskprobe_exporter.1" | grep -oE '(^| )/(usr|etc|lib)/[A-Za-z0-9_./-]+' | sed 's/^ //' | sed 's/[.,]$//') |
+       grep -vx /etc/diskprobe_exporter/web-config.yml | sort -u)  # the operator's file, not packaged
+missing_refs=$(for r in $refs; do grep -qxE "\.$r/?" contents.txt || echo "$r"; done)
+check "the $(echo "$refs" | wc -w) packaged paths named by the unit and the man page exist (missing: ${missing_refs:-none})" \
+  test -z "$missing_refs"
 check "the conffile is config/default.yml" bash -c \
   "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./etc/diskprobe_exporter/config.yml | cmp -s - '$SRC/config/default.yml'"
 
