@@ -14,7 +14,10 @@ failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 sed "s|^ExecStart=/usr/bin/diskprobe_exporter|ExecStart=$EXPORTER|" "$UNIT" >"$work/diskprobe_exporter.service"
-if out=$(systemd-analyze verify "$work/diskprobe_exporter.service" 2>&1) && [ -z "$out" ]; then
+# verify runs `man` for each man: page in Documentation=: ours from docs/, as the package installs it.
+mkdir -p "$work/man/man1"
+cp "$(dirname "$0")/../../docs/diskprobe_exporter.1" "$work/man/man1/"
+if out=$(MANPATH="$work/man:" systemd-analyze verify "$work/diskprobe_exporter.service" 2>&1) && [ -z "$out" ]; then
   echo "ok: systemd-analyze verify: clean"
 else
   fail "systemd-analyze verify: $out"
