@@ -37,7 +37,12 @@ std::shared_ptr<Command> AddCommand(CLI::App& app) {
   s->add_option("--format", c->format, "Output: table or json.")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json"}));
-  s->add_option("--push", c->push, "Push the results to this Prometheus Pushgateway, http://HOST:PORT.");
+  // Checked here, not when pushing: a typo must not cost a whole benchmark run.
+  s->add_option("--push", c->push, "Push the results to this Prometheus Pushgateway, http://HOST:PORT.")
+      ->check([](const std::string& v) {
+        std::string error;
+        return ParsePushUrl(v, &error) ? "" : error;
+      });
   auto duration_ok = [](const std::string& v) {
     return config::ParseDuration(v) ? "" : "invalid duration \"" + v + "\" (e.g. 30s, 2m)";
   };

@@ -138,24 +138,39 @@ nlohmann::json ToJson(const Report& r) {
   return j;
 }
 
-bool Push(const Report& r, const std::string& url, std::string* error) {
-  // prometheus::Gateway wants "scheme://host" and the port apart.
-  const auto scheme = url.find("://");
-  const auto host_start = scheme == std::string::npos ? 0 : scheme + 3;
-  const auto colon = url.find(':', host_start);
+std::optional<PushTarget> ParsePushUrl(const std::string& url, std::string* error) {
+  auto bad = [&](const std::string& why) -> std::optional<PushTarget> {
+    *error = "\"" + url + "\" is not a Pushgateway's base URL http://HOST:PORT: " + why;
+    return std::nullopt;
+  };
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return bad("no scheme");
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return bad("the scheme is not http or https");
+  const auto host_start = scheme_end + 3;
+  // An IPv6 address is bracketed and holds colons of its own.
+  auto host_end = host_start;
+  if (url.compare(host_start, 1, "[") == 0) {
+    host_end = url.find(']', host_start);
+    if (host_end == std::string::npos) return bad("no ']' after the IPv6 address");
+    ++host_end;
+  }
+  const auto colon = url.find(':', host_end);
   const auto slash = url.find('/', host_start);
-  if (scheme == std::string::npos || colon == std::string::npos || (slash != std::string::npos && slash < colon)) {
-    *error = "--push wants http://HOST:PORT, got \"" + url + "\"";
-    return false;
-  }
-  std::string host = url.substr(0, colon);
+  if (colon == std::string::npos || (slash != std::string::npos && slash < colon)) return bad("no port");
+  if (colon == host_start) return bad("no host");
   std::string port = url.substr(colon + 1, slash == std::string::npos ? std::string::npos : slash - colon - 1);
-  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos) {
-    *error = "--push: bad port in \"" + url + "\"";
-    return false;
-  }
-  if (slash != std::string::npos && url.substr(slash) != "/") {
-    *error = "--push wants the gateway's base URL http://HOST:PORT (no path), got \"" + url + "\"";
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port) == 0 || std::stoul(port) > 65535)
+    return bad("bad port \"" + port + "\"");
+  if (slash != std::string::npos && url.substr(slash) != "/") return bad("a path (the job's path is added by the bench)");
+  return PushTarget{url.substr(0, colon), port};
+}
+
+bool Push(const Report& r, const std::string& url, std::string* error) {
+  std::optional<PushTarget> target = ParsePushUrl(url, error);
+  if (!target) {
+    *error = "--push: " + *error;
     return false;
   }
   char hostname[256] = {};
@@ -212,7 +227,7 @@ bool Push(const Report& r, const std::string& url, std::string* error) {
   ts.Add({}).Set(r.started_unix);
   dur.Add({}).Set(r.elapsed_seconds);
 
-  prometheus::Gateway gw(host, port, "diskprobe-bench", grouping);
+  prometheus::Gateway gw(target->host, target->port, "diskprobe-bench", grouping);
   gw.RegisterCollectable(registry);
   int code = gw.Push();
   if (code < 200 || code >= 300) {

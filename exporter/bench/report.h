@@ -1,6 +1,7 @@
 #pragma once
 // A bench Report as a plain table, as JSON (docs/bench-schema.json) and as metric families pushed
 // to a Prometheus Pushgateway (docs/metrics.md, "bench").
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,17 @@ std::string FormatTable(const Report& r);
 
 // The JSON document described by docs/bench-schema.json (schema_version 1).
 nlohmann::json ToJson(const Report& r);
+
+// A Pushgateway's base URL split as prometheus::Gateway wants it.
+struct PushTarget {
+  std::string host;  // scheme and host: "http://pushgateway", "http://[::1]"
+  std::string port;  // decimal, 1..65535
+};
+
+// Parses "http://HOST:PORT" or "https://HOST:PORT", an optional trailing "/" and nothing else
+// (an IPv6 HOST in brackets). nullopt with *error set (the URL and what is wrong) otherwise. Checked while the
+// command line is parsed, so a bad URL is a usage error before the benchmark runs.
+std::optional<PushTarget> ParsePushUrl(const std::string& url, std::string* error);
 
 // Pushes the results to the Pushgateway at `url` ("http://host:port"), job "diskprobe-bench",
 // grouped by instance (this host's name) and device. Returns false with *error set when the URL

@@ -1,0 +1,56 @@
+// The bench's command line (bench/cli.h): the --push URL is a usage error at parse time
+// (CLI::ParseError, exit 2 in bench_main.cpp), before any I/O. Parsing only: nothing is run.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bench/cli.h"
+#include "bench/report.h"
+
+namespace {
+
+using namespace diskprobe::bench;
+
+// "" when `args` (after "bench --device /dev/null --dir /tmp") parse, else CLI11's message.
+std::string ParseError(const std::string& args) {
+  CLI::App app{"test"};
+  auto command = AddCommand(app);
+  try {
+    app.parse("bench --device /dev/null --dir /tmp " + args, false);
+  } catch (const CLI::ParseError& e) {
+    return std::string(e.what()).empty() ? "(empty message)" : e.what();
+  }
+  return "";
+}
+
+TEST(BenchCli, DefaultsAndSaneBoundsParse) {
+  EXPECT_EQ(ParseError(""), "");
+  EXPECT_EQ(ParseError("--duration 500ms --max-bytes 64MiB --file-size 16MiB --lock-wait 0"), "");
+}
+
+TEST(BenchCli, BadPushUrlIsAUsageError) {
+  for (const char* bad : {"notaurl", "127.0.0.1:9091", "http://host", "http://:9091", "http://host:port",
+                          "http://host:9091/metrics", "ftp://host:9091", "http://host:99999"}) {
+    std::string e = ParseError(std::string("--push ") + bad);
+    EXPECT_NE(e.find("--push"), std::string::npos) << bad << ": " << e;
+  }
+  for (const char* good : {"http://127.0.0.1:9091", "http://pushgateway:9091/", "https://gw.example:443",
+                           "http://[::1]:9091"})
+    EXPECT_EQ(ParseError(std::string("--push ") + good), "") << good;
+}
+
+TEST(BenchPushUrl, SplitsSchemeHostAndPort) {
+  std::string error;
+  auto t = ParsePushUrl("http://pushgateway:9091/", &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->host, "http://pushgateway");
+  EXPECT_EQ(t->port, "9091");
+  t = ParsePushUrl("http://[::1]:9091", &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->host, "http://[::1]");
+  EXPECT_EQ(t->port, "9091");
+  EXPECT_FALSE(ParsePushUrl("notaurl", &error));
+  EXPECT_NE(error.find("http://HOST:PORT"), std::string::npos) << error;
+}
+
+}  // namespace
