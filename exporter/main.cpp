@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,6 +16,7 @@
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "collectors/collector.h"
@@ -130,6 +132,28 @@ bool ReloadWebConfig(const std::string& file, const http::WebConfig& running, ht
   return true;
 }
 
+// CLI11 prints a negatable flag as "--collector.x,--no-collector.x{false}", which reads as "off by
+// default"; the {false} only says what the --no- form sets. The help text says the default.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (std::size_t at; (at = name.find("{false}")) != std::string::npos;) name.erase(at, 7);
+    return name;
+  }
+};
+
+// The telemetry path: an absolute path of URL-safe characters (RFC 3986 unreserved and "/")
+// that does not take the place of another endpoint ("/", "/-/healthy", "/-/ready").
+std::string CheckTelemetryPath(const std::string& p) {
+  if (p.empty() || p[0] != '/') return "must start with /";
+  for (char c : p)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::strchr("/-._~", c) == nullptr)
+      return std::string("may contain only letters, digits and / - . _ ~, got '") + c + "'";
+  if (p == "/" || p == "/-/healthy" || p == "/-/ready") return p + " is another endpoint";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,9 +188,10 @@ int main(int argc, char** argv) {
                  "Web configuration (Prometheus exporter-toolkit format) that enables TLS and/or basic "
                  "authentication. SIGHUP reloads it: new certificate, key, CAs, TLS settings and users apply "
                  "to new connections; turning TLS or basic auth on or off needs a restart.");
-  app.add_option("--web.telemetry-path", telemetry_path, "Path under which metrics are exposed.")
+  app.add_option("--web.telemetry-path", telemetry_path,
+                 "Path under which metrics are exposed (letters, digits and / - . _ ~; not /, /-/healthy, /-/ready).")
       ->capture_default_str()
-      ->check([](const std::string& p) { return !p.empty() && p[0] == '/' ? "" : "must start with /"; });
+      ->check(CheckTelemetryPath);
   app.add_option("--web.max-requests", max_requests,
                  "Maximum number of requests served at once (HTTP worker threads).")
       ->capture_default_str()
@@ -198,6 +223,7 @@ int main(int argc, char** argv) {
                      (c.enabled_by_default ? "; default on" : "; default off"));
   }
 
+  app.formatter(std::make_shared<HelpFormatter>());
   app.footer("Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
              "(diskprobe_exporter bench --help).");
 
@@ -248,12 +274,23 @@ int main(int argc, char** argv) {
   std::shared_ptr<const config::Config> cfg = loaded.config;
 
   std::vector<std::string> addresses = http::SplitAddresses(listen);
+  std::vector<std::pair<std::string, std::string>> ports;  // civetweb form, as given
   for (const auto& a : addresses) {
     std::string err;
-    if (!http::ToListeningPort(a, &err)) {
+    std::optional<std::string> port = http::ToListeningPort(a, &err);
+    if (!port) {
       std::fprintf(stderr, "%s\n", err.c_str());
       return 1;
     }
+    // The same address twice (":29100" and "0.0.0.0:29100" too) made civetweb fail with "Failed
+    // to setup server ports", naming neither.
+    for (const auto& [other_port, other] : ports)
+      if (*port == other_port) {
+        std::fprintf(stderr, "--web.listen-address: %s and %s are the same address (%s)\n", other.c_str(), a.c_str(),
+                     port->c_str());
+        return 1;
+      }
+    ports.emplace_back(*port, a);
   }
 
   std::shared_ptr<const http::WebConfig> web;

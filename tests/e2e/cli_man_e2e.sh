@@ -74,6 +74,14 @@ fi
 printf 'devices:\n  exclud: []\n' >"$WORK/bad.yml"
 "$BIN" --config.check --config.file="$WORK/bad.yml" >"$WORK/out4" 2>&1; rc_check=$?
 "$BIN" --config.file="$WORK/bad.yml" --web.listen-address=127.0.0.1:0 >/dev/null 2>&1; rc_start=$?
+rc_tp=""
+for tp in / /-/ready /-/healthy '/metrics?x' '/m etrics'; do
+  "$BIN" --config.check --web.telemetry-path="$tp" >/dev/null 2>&1; rc_tp="$rc_tp $?"
+done
+"$BIN" --config.check --web.telemetry-path=/probe/metrics_v2 >/dev/null 2>&1; rc_tp_ok=$?
+"$BIN" --web.listen-address=127.0.0.1:1,127.0.0.1:1 >/dev/null 2>"$WORK/err5"; rc_dup=$?
+"$BIN" --web.listen-address=:1 --web.listen-address=0.0.0.0:1 >/dev/null 2>"$WORK/err6"; rc_dup2=$?
+"$BIN" --help | grep -q '{false}'; rc_false=$?
 echo "  $(head -n1 "$WORK/err1")"
 echo "  $(head -n1 "$WORK/err3")"
 echo "  $(head -n1 "$WORK/out4")"
@@ -83,6 +91,11 @@ check "an unknown flag exits 2 (rc $rc_flag), an out-of-range value 2 (rc $rc_ra
 check "--config.check on an invalid file exits 1 (rc $rc_check) with file:line:col" \
   bash -c "[ $rc_check = 1 ] && grep -q 'bad.yml:2:3' '$WORK/out4'"
 check "starting with an invalid config file exits 1 (rc $rc_start)" test "$rc_start" = 1
+check "a telemetry path that is another endpoint or not URL-safe is a usage error (rc$rc_tp), /probe/metrics_v2 is fine (rc $rc_tp_ok)" \
+  test "$rc_tp:$rc_tp_ok" = " 2 2 2 2 2:0"
+check "the same listen address twice is refused by name (rc $rc_dup, $rc_dup2): $(head -n1 "$WORK/err6")" \
+  bash -c "[ $rc_dup:$rc_dup2 = 1:1 ] && grep -q 'the same address' '$WORK/err5' && grep -q ':1 and 0.0.0.0:1 are the same address' '$WORK/err6'"
+check "--help does not print {false} after the collector flags (they are on by default)" test "$rc_false" = 1
 
 [ "$fails" = 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
 [ "$fails" = 0 ]
