@@ -269,6 +269,14 @@ class DeviceWorker {
 
   void Record(ProbeKind kind, RunResult result, const ProbeStats* delta = nullptr, double duration = 0,
               const probes::RunOutcome* out = nullptr, int direct = -1) {
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug("probe run", {{"device", device_const_.name},
+                               {"probe", std::string(config::ProbeKindName(kind))},
+                               {"result", std::string(probes::RunResultName(result))},
+                               {"ops", std::to_string(out != nullptr ? out->ops : 0)},
+                               {"bytes", std::to_string(out != nullptr ? out->bytes : 0)},
+                               {"seconds", std::to_string(duration)}});
+    }
     std::lock_guard<std::mutex> lock(mu_);
     Bump();
     auto it = stats_.find(kind);

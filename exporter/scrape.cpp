@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "exposition.h"
+#include "util/log.h"
 #include "version.h"
 
 namespace diskprobe {
@@ -63,6 +64,16 @@ std::string Scraper::Render() {
 
   out += tail_;
   last_size_ = out.size();
+  if (log::Enabled(log::Level::kDebug)) {
+    double total = 0;
+    std::string failed;
+    for (const auto& r : results_) {
+      total += r.seconds;
+      if (!r.ok) failed += (failed.empty() ? "" : ",") + std::string(r.name);
+    }
+    log::Debug("scrape", {{"bytes", std::to_string(out.size())}, {"collectors_seconds", std::to_string(total)},
+                          {"failed_collectors", failed}});
+  }
   return out;
 }
 

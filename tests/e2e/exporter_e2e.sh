@@ -142,7 +142,7 @@ check "Prometheus: diskprobe_block_read_bytes_total has $series series" test "${
 
 log "SIGHUP reloads"
 "$EXPORTER" --version >/dev/null
-start_exporter_with_config() { cp good.yml live.yml; start_exporter --config.file=live.yml; }
+start_exporter_with_config() { cp good.yml live.yml; start_exporter --config.file=live.yml --log.level=debug; }
 kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
 start_exporter_with_config
 devs_before=$(scrape | sed -n 's/^diskprobe_block_read_bytes_total{device="\([^"]*\)".*/\1/p' | sort | xargs)
@@ -163,6 +163,8 @@ check "a good file on SIGHUP: reload metric back to 1" grep -q '^diskprobe_confi
 check "  ... and the new device filter applies (no device matches)" bash -c "! grep -q '^diskprobe_block_read_bytes_total{' hup2.txt"
 ts_after=$(grep '^diskprobe_config_last_reload_success_timestamp_seconds' hup2.txt | awk '{print $2}')
 check "  ... and the success timestamp moved ($ts_before -> $ts_after)" awk -v a="$ts_before" -v b="$ts_after" 'BEGIN { exit !(b > a) }'
+check "--log.level=debug logs each scrape: $(grep -m1 'level=debug msg=scrape' "$E2E_WORK/exporter.log" | cut -d' ' -f2-)" \
+  grep -q 'level=debug msg=scrape bytes=[0-9]* collectors_seconds=' "$E2E_WORK/exporter.log"
 
 log "SIGTERM stops within 2 s"
 start_ns=$(date +%s%N)
