@@ -194,8 +194,13 @@ void YamlReader::ReadBool(const YAML::Node& map, const std::string& path, const 
   YAML::Node v = Scalar(map, path, key, "true or false");
   if (!v.IsDefined()) return;
   const std::string& s = v.Scalar();
-  if (s == "true") *out = true;
-  else if (s == "false") *out = false;
+  // YAML 1.2's core schema: true|True|TRUE, false|False|FALSE, unquoted. A quoted "true" is a
+  // string (yaml-cpp tags quoted scalars "!", plain ones "?"); YAML 1.1's yes/no/on/off are
+  // refused rather than guessed.
+  const bool plain = v.Tag() != "!";
+  if (plain && (s == "true" || s == "True" || s == "TRUE")) *out = true;
+  else if (plain && (s == "false" || s == "False" || s == "FALSE")) *out = false;
+  else if (!plain) Fail(v, Join(path, key), "must be true or false, got the string \"" + s + "\" (remove the quotes)");
   else Fail(v, Join(path, key), "must be true or false, got \"" + s + "\"");
 }
 

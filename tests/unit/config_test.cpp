@@ -180,14 +180,21 @@ TEST(YamlReader, SizeErrors) {
 TEST(YamlReader, Bools) {
   std::vector<Error> errors;
   YamlReader r("b.yml", &errors);
-  YAML::Node doc = YAML::Load("x: true\ny: yes\n");
-  bool x = false, y = false;
+  YAML::Node doc = YAML::Load("x: true\ny: yes\nz: True\nw: FALSE\nq: \"true\"\n");
+  bool x = false, y = false, z = false, w = true, q = false;
   r.ReadBool(doc, "", "x", &x);
   r.ReadBool(doc, "", "y", &y);
+  r.ReadBool(doc, "", "z", &z);  // YAML 1.2 core schema spellings
+  r.ReadBool(doc, "", "w", &w);
+  r.ReadBool(doc, "", "q", &q);
   EXPECT_TRUE(x);
   EXPECT_FALSE(y);
-  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_TRUE(z);
+  EXPECT_FALSE(w);
+  EXPECT_FALSE(q) << "a quoted \"true\" is a string";
+  ASSERT_EQ(errors.size(), 2u);
   EXPECT_EQ(errors[0].ToString(), "b.yml:2:4: y: must be true or false, got \"yes\"");
+  EXPECT_EQ(errors[1].ToString(), "b.yml:5:4: q: must be true or false, got the string \"true\" (remove the quotes)");
 }
 
 }  // namespace
