@@ -256,7 +256,9 @@ int main(int argc, char** argv) {
         PrintErrors(w.errors);
         valid = false;
       } else if (w.config->tls && (ctx = http::MakeSslContext(*w.config->tls, &err)) == nullptr) {
-        std::fprintf(stderr, "%s: %s\n", web_config_file.c_str(), err.c_str());
+        // err starts with the key's file:line:col when the web config named the file.
+        if (err.rfind(web_config_file + ":", 0) == 0) std::fprintf(stderr, "%s\n", err.c_str());
+        else std::fprintf(stderr, "%s: %s\n", web_config_file.c_str(), err.c_str());
         valid = false;
       } else {
         http::FreeSslContext(ctx);

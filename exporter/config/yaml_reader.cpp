@@ -96,6 +96,12 @@ std::string YamlReader::Join(const std::string& path, std::string_view key) {
   return path + "." + std::string(key);
 }
 
+std::string YamlReader::Where(const YAML::Node& at, const std::string& path) const {
+  YAML::Mark m = at.Mark();
+  return file_ + ":" + std::to_string(m.line < 0 ? 0 : m.line + 1) + ":" + std::to_string(m.column < 0 ? 0 : m.column + 1) +
+         ": " + path;
+}
+
 void YamlReader::Fail(const YAML::Node& at, const std::string& path, std::string message) {
   Error e;
   e.file = file_;

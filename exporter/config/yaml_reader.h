@@ -68,6 +68,9 @@ class YamlReader {
   void ReadPatterns(const YAML::Node& map, const std::string& path, const char* key, std::vector<Pattern>* out);
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message);
+  // "file:line:col: path" of `at`, the prefix Fail() would give an error there (for checks made
+  // later, e.g. loading a certificate the file names).
+  std::string Where(const YAML::Node& at, const std::string& path) const;
   static std::string Join(const std::string& path, std::string_view key);
 
  private:

@@ -96,7 +96,16 @@ void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
   const diskprobe_tls_options opts = ToOptions(tls);
   char err[1024] = "";
   void* ctx = g_ssl_ctx_new(&opts, err, sizeof err);
-  if (ctx == nullptr) *error = err;
+  if (ctx == nullptr) {
+    // The compat library names the key first ("key_file \"...\": ..."): put its place in the web
+    // config in front, as every other web config error has (file:line:col: path: message).
+    const std::string_view e = err;
+    const std::pair<std::string_view, const std::string*> keys[] = {
+        {"cert_file ", &tls.cert_file_at}, {"key_file ", &tls.key_file_at}, {"client_ca_file ", &tls.client_ca_file_at}};
+    *error = err;
+    for (const auto& [key, at] : keys)
+      if (e.substr(0, key.size()) == key && !at->empty()) *error = *at + ": " + std::string(e.substr(key.size()));
+  }
   return ctx;
 }
 

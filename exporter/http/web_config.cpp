@@ -113,6 +113,9 @@ void ApplyTls(const YAML::Node& t, YamlReader& r, const std::string& base_dir, W
   tls.cert_file = ReadFilePath(r, t, path, "cert_file", base_dir);
   tls.key_file = ReadFilePath(r, t, path, "key_file", base_dir);
   tls.client_ca_file = ReadFilePath(r, t, path, "client_ca_file", base_dir);
+  if (has_cert) tls.cert_file_at = r.Where(t["cert_file"], path + ".cert_file");
+  if (has_key) tls.key_file_at = r.Where(t["key_file"], path + ".key_file");
+  if (t["client_ca_file"].IsDefined()) tls.client_ca_file_at = r.Where(t["client_ca_file"], path + ".client_ca_file");
   if (!has_cert) r.Fail(t, path, "cert_file is required");
   if (!has_key) r.Fail(t, path, "key_file is required");
 

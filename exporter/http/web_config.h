@@ -48,6 +48,9 @@ struct TlsServerConfig {
   ClientAuth client_auth = ClientAuth::kNoClientCert;
   int min_version = kTls12;    // the toolkit's default
   int max_version = 0;         // 0: no upper bound
+  // "file:line:col: tls_server_config.<key>" of each file's key, so that an error found when
+  // OpenSSL loads the file (a key that does not match the certificate) names its place too.
+  std::string cert_file_at, key_file_at, client_ca_file_at;
 };
 
 struct WebConfig {

@@ -70,7 +70,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 sed 's/key_file: server.key/key_file: stray.key/' web.yml >mismatch-web.yml
 rc=0; "$EXPORTER" --config.check --web.config.file=mismatch-web.yml >check.out 2>check.err || rc=$?
 check "--config.check with a key that does not match the certificate: exit 1 (got $rc): $(head -c 120 check.err)" \
-  bash -c "[ $rc = 1 ] && grep -q 'stray.key' check.err"
+  bash -c "[ $rc = 1 ] && grep -qE '^mismatch-web.yml:[0-9]+:[0-9]+: tls_server_config.key_file: .*stray.key' check.err"
 
 log "HTTPS with basic auth"
 start_exporter --web.config.file=web.yml --no-collector.probes
