@@ -301,7 +301,8 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   probes::ProbeFileOptions pf;
   pf.directory = opt.directory;
   pf.file_name = kBenchFileName;
-  pf.size = std::max<std::uint64_t>(std::min(opt.file_size, opt.max_bytes / 4), 2 * kLarge) / kLarge * kLarge;
+  // The command line keeps file_size in kMinFileSize..max_bytes/4; the clamp is for other callers.
+  pf.size = std::max<std::uint64_t>(std::min(opt.file_size, opt.max_bytes / 4), kMinFileSize) / kLarge * kLarge;
   pf.sysfs = opt.sysfs;
   std::string ferr;
   int ferrno = 0;

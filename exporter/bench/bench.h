@@ -18,13 +18,19 @@
 namespace diskprobe::bench {
 
 inline constexpr const char* kBenchFileName = "diskprobe_bench.probe";
+// The smallest probe file: its header block plus the 1 MiB the sequential write starts at.
+inline constexpr std::uint64_t kMinFileSize = 2ull << 20;
+// The smallest --max-bytes: the file is at most a quarter of it, so the smallest file fits with
+// three times its size left for the tests.
+inline constexpr std::uint64_t kMinMaxBytes = 4 * kMinFileSize;
 
 struct Options {
   std::string device;                  // block device to read (e.g. /dev/mmcblk0)
   std::string directory;               // where the bench's probe file goes
   double duration_seconds = 60;        // bound of the whole run, probe file creation included
   std::uint64_t max_bytes = 1ull << 30;  // bound of all bytes read and written
-  std::uint64_t file_size = 64ull << 20;  // the bench's probe file (filled once when created)
+  std::uint64_t file_size = 64ull << 20;  // the bench's probe file (filled once when created), whole MiB;
+                                          // kMinFileSize..max_bytes/4 (the command line rejects others)
   unsigned queue_depth = 32;
   std::string sysfs = "/sys";
   std::string lock_directory;          // probes::kDefaultLockDirectory unless set

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "bench/bench.h"
@@ -43,31 +44,56 @@ std::shared_ptr<Command> AddCommand(CLI::App& app) {
         std::string error;
         return ParsePushUrl(v, &error) ? "" : error;
       });
-  auto duration_ok = [](const std::string& v) {
-    return config::ParseDuration(v) ? "" : "invalid duration \"" + v + "\" (e.g. 30s, 2m)";
+  auto duration_ok = [](const std::string& v) -> std::string {
+    auto d = config::ParseDuration(v);
+    if (!d) return "invalid duration \"" + v + "\" (e.g. 30s, 2m)";
+    return d->count() > 0 ? "" : "must be more than 0 (e.g. 30s, 500ms)";
   };
-  auto size_ok = [](const std::string& v) {
-    return config::ParseSize(v) ? "" : "invalid size \"" + v + "\" (e.g. 512MiB, 1GiB)";
+  // A bound too small for anything to run is a usage error, not a run with every test skipped.
+  auto size_at_least = [](std::uint64_t min) {
+    return [min](const std::string& v) -> std::string {
+      auto b = config::ParseSize(v);
+      if (!b) return "invalid size \"" + v + "\" (e.g. 512MiB, 1GiB)";
+      return *b >= min ? "" : "\"" + v + "\" is too small: at least " + std::to_string(min >> 20) + "MiB";
+    };
   };
-  s->add_option("--duration", c->duration, "Bound on the whole run, probe file creation included.")
+  s->add_option("--duration", c->duration, "Bound on the whole run, probe file creation included; more than 0.")
       ->capture_default_str()
       ->check(duration_ok);
-  s->add_option("--max-bytes", c->max_bytes, "Bound on all bytes read and written.")
+  s->add_option("--max-bytes", c->max_bytes, "Bound on all bytes read and written; at least 8MiB.")
       ->capture_default_str()
-      ->check(size_ok);
-  s->add_option("--file-size", c->file_size, "Size of the probe file (at most a quarter of --max-bytes).")
+      ->check(size_at_least(kMinMaxBytes));
+  s->add_option("--file-size", c->file_size,
+                "Size of the probe file: at least 2MiB and at most a quarter of --max-bytes, in whole MiB "
+                "(rounded down).")
       ->capture_default_str()
-      ->check(size_ok);
+      ->check(size_at_least(kMinFileSize));
   s->add_option("--queue-depth", c->opt.queue_depth, "Operations in flight for the deep-queue tests (io_uring).")
       ->capture_default_str()
       ->check(CLI::Range(2, 256));
   s->add_option("--lock-dir", c->opt.lock_directory,
                 "Directory of the per-disk lock files shared with the exporter's probes.")
       ->capture_default_str();
-  s->add_option("--lock-wait", c->opt.lock_wait_seconds, "Seconds to wait for a running probe to finish.")
-      ->capture_default_str();
+  s->add_option("--lock-wait", c->opt.lock_wait_seconds,
+                "Seconds to wait for a running probe to finish, 0 (do not wait) to 86400.")
+      ->capture_default_str()
+      ->check([](const std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        // !(..) also refuses NaN; the bound keeps the milliseconds within a long.
+        return end != v.c_str() && *end == '\0' && x >= 0 && x <= 86400 ? "" : "\"" + v + "\" is not 0 to 86400 seconds";
+      });
   s->add_option("--path.sysfs", c->opt.sysfs, "sysfs mount point.")->capture_default_str();
   s->add_flag("--keep-file", c->opt.keep_file, "Keep the probe file for the next run (default: removed).");
+  // Across options, once all are parsed (CLI11 runs this after --help and the required ones): a
+  // larger file used to be clamped to a quarter without a word.
+  s->callback([c] {
+    const std::uint64_t max_bytes = *config::ParseSize(c->max_bytes), file_size = *config::ParseSize(c->file_size);
+    if (file_size > max_bytes / 4)
+      throw CLI::ValidationError("--file-size", c->file_size + " is more than a quarter of --max-bytes " + c->max_bytes +
+                                                   ": at most " + std::to_string(max_bytes / 4 >> 20) +
+                                                   "MiB, or raise --max-bytes");
+  });
   return c;
 }
 

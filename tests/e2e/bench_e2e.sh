@@ -83,6 +83,17 @@ for url in notaurl "127.0.0.1:$port"; do
   check "--push $url: exit 2 (rc $rc), says what is wrong, took no lock and wrote nothing" \
     bash -c "[ $rc = 2 ] && grep -q '^--push: .* is not a Pushgateway' badpush.err && [ ! -s badpush.out ] && [ -z \"\$(ls -A locks-bad)\" ] && [ -z \"\$(ls -A dir)\" ]"
 done
+# Nonsense bounds, and a file larger than a quarter of --max-bytes (it used to be clamped without a
+# word, --max-bytes 0 ran with every test skipped): usage errors, exit 2 before any I/O.
+for args in "--file-size 512MiB" "--max-bytes 0" "--file-size 1MiB --max-bytes 8MiB" "--duration 0s" \
+  "--lock-wait -1"; do
+  # shellcheck disable=SC2086 # $args is several words on purpose
+  "$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --lock-dir "$E2E_WORK/locks-bad" $args \
+    >bad.out 2>bad.err && rc=0 || rc=$?
+  echo "  $(head -n1 bad.err)"
+  check "$args: exit 2 (rc $rc), names the option, took no lock and wrote nothing" \
+    bash -c "[ $rc = 2 ] && grep -q -- '^${args%% *}: ' bad.err && [ ! -s bad.out ] && [ -z \"\$(ls -A locks-bad)\" ] && [ -z \"\$(ls -A dir)\" ]"
+done
 
 [ "$FAILURES" = 0 ] || { echo "$FAILURES check(s) failed"; exit 1; }
 echo "all checks passed"

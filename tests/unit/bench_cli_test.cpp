@@ -1,4 +1,4 @@
-// The bench's command line (bench/cli.h): the --push URL is a usage error at parse time
+// The bench's command line (bench/cli.h): nonsense bounds and a bad --push URL are usage errors at parse time
 // (CLI::ParseError, exit 2 in bench_main.cpp), before any I/O. Parsing only: nothing is run.
 #include <gtest/gtest.h>
 
@@ -26,6 +26,31 @@ std::string ParseError(const std::string& args) {
 TEST(BenchCli, DefaultsAndSaneBoundsParse) {
   EXPECT_EQ(ParseError(""), "");
   EXPECT_EQ(ParseError("--duration 500ms --max-bytes 64MiB --file-size 16MiB --lock-wait 0"), "");
+  EXPECT_EQ(ParseError("--file-size 256MiB"), "");  // exactly a quarter of the default 1GiB
+  EXPECT_EQ(ParseError("--max-bytes 8MiB --file-size 2MiB"), "");
+}
+
+// The tester's report: 512MiB with the default 1GiB gave a 256 MiB file, and said nothing.
+TEST(BenchCli, FileSizeAboveAQuarterOfMaxBytesIsAUsageError) {
+  std::string e = ParseError("--file-size 512MiB");
+  EXPECT_NE(e.find("--file-size: 512MiB is more than a quarter of --max-bytes 1GiB: at most 256MiB"), std::string::npos)
+      << e;
+  e = ParseError("--max-bytes 64MiB --file-size 17MiB");
+  EXPECT_NE(e.find("a quarter of --max-bytes"), std::string::npos) << e;
+}
+
+TEST(BenchCli, NonsenseBoundsAreUsageErrors) {
+  std::string e = ParseError("--max-bytes 0");
+  EXPECT_NE(e.find("--max-bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("at least 8MiB"), std::string::npos) << e;
+  e = ParseError("--max-bytes 8MiB --file-size 1MiB");
+  EXPECT_NE(e.find("--file-size"), std::string::npos) << e;
+  EXPECT_NE(e.find("at least 2MiB"), std::string::npos) << e;
+  e = ParseError("--duration 0s");
+  EXPECT_NE(e.find("--duration"), std::string::npos) << e;
+  EXPECT_NE(ParseError("--duration 0ms"), "");
+  e = ParseError("--lock-wait -1");
+  EXPECT_NE(e.find("--lock-wait"), std::string::npos) << e;
 }
 
 TEST(BenchCli, BadPushUrlIsAUsageError) {
