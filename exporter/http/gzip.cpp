@@ -1,30 +1,20 @@
 #include "http/gzip.h"
 
 #include <libdeflate.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <charconv>
 #include <mutex>
 
+#include "util/file.h"
+
 namespace diskprobe::http {
 
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // The weight of one element's parameters ("q=0.5", RFC 9110 12.4.2: "0" to "1" with up to three
@@ -33,10 +23,10 @@ double Weight(std::string_view params) {
   double q = 1;
   while (!params.empty()) {
     std::size_t semi = params.find(';');
-    std::string_view p = Trim(params.substr(0, semi));
+    std::string_view p = util::Trim(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view{} : params.substr(semi + 1);
     if (p.size() < 2 || (p[0] != 'q' && p[0] != 'Q') || p[1] != '=') continue;
-    std::string_view v = Trim(p.substr(2));
+    std::string_view v = util::Trim(p.substr(2));
     const char* end = v.data() + v.size();
     auto [ptr, ec] = std::from_chars(v.data(), end, q);
     if (ec != std::errc() || ptr != end || !(q >= 0 && q <= 1)) return -1;
@@ -53,7 +43,7 @@ bool AcceptsGzip(std::string_view accept_encoding) {
     std::string_view element = accept_encoding.substr(0, comma);
     accept_encoding = comma == std::string_view::npos ? std::string_view{} : accept_encoding.substr(comma + 1);
     std::size_t semi = element.find(';');
-    std::string_view coding = Trim(element.substr(0, semi));
+    std::string_view coding = util::Trim(element.substr(0, semi));
     double q = semi == std::string_view::npos ? 1 : Weight(element.substr(semi + 1));
     if (EqualsNoCase(coding, "gzip") || EqualsNoCase(coding, "x-gzip")) gzip = std::max(gzip, q);
     else if (coding == "*") star = std::max(star, q);

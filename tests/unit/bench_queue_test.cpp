@@ -12,6 +12,7 @@
 
 #include "bench/queue.h"
 #include "probes/io.h"
+#include "test_util.h"
 
 namespace {
 
@@ -25,9 +26,7 @@ class BenchQueue : public ::testing::Test {
       // test there, in CI or not; the native run covers these tests.
       const char* emulator = std::getenv("DISKPROBE_EMULATOR");
       if (emulator != nullptr && *emulator != '\0') GTEST_SKIP() << why << " (under " << emulator << ")";
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << why;
-      GTEST_SKIP() << why;
+      DISKPROBE_SKIP_OUTSIDE_CI(why);
     }
     char tmpl[] = "/tmp/diskprobe-bench-queue.XXXXXX";
     fd_ = ::mkstemp(tmpl);

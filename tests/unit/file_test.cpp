@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "test_util.h"
 #include <string>
 
 namespace diskprobe::util {
@@ -31,11 +33,7 @@ void SendLoopbackPacket() {
 
 TEST(SysfsAttributes, KeptOpenAttributeReadsTheCurrentValue) {
   const std::string path = "/sys/class/net/lo/statistics/rx_packets";
-  if (ReadAttribute(path).error != 0) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << path << " unreadable under CI";
-    GTEST_SKIP() << path << " unreadable (no sysfs here)";
-  }
+  if (ReadAttribute(path).error != 0) DISKPROBE_SKIP_OUTSIDE_CI(path << " unreadable (no sysfs here)");
   SysfsAttributes files;
   for (int i = 0; i < 3; ++i) {
     FileContent before = files.Read(path);
@@ -57,11 +55,7 @@ std::size_t OpenDescriptors() {
 
 TEST(SysfsAttributes, KeepsSysfsFilesOpenUntilNotReadForAScrape) {
   const std::string path = "/sys/class/net/lo/statistics/rx_packets";
-  if (ReadAttribute(path).error != 0) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << path << " unreadable under CI";
-    GTEST_SKIP() << path << " unreadable (no sysfs here)";
-  }
+  if (ReadAttribute(path).error != 0) DISKPROBE_SKIP_OUTSIDE_CI(path << " unreadable (no sysfs here)");
   SysfsAttributes files;
   const std::size_t before = OpenDescriptors();
   ASSERT_TRUE(files.Read(path).ok());
