@@ -19,16 +19,16 @@
 #include <optional>
 #include <string_view>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "config/config.h"
-#include "devices.h"
+#include "sources/device_registry.h"
 #include "http/auth.h"
 #include "http/routes.h"
 #include "http/server.h"
 #include "http/tls.h"
 #include "http/web_config.h"
-#include "scheduler.h"
-#include "scrape.h"
+#include "probes/probe_manager.h"
+#include "scrape/scraper.h"
 #include "util/log.h"
 #include "version.h"
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "util/file.h"
 
 namespace diskprobe::collectors {

@@ -2,9 +2,10 @@
 
 #include <cstring>
 
-#include "collectors/sysfs_dir.h"
 #include "parsers/throttled.h"
+#include "sources/board_model.h"
 #include "util/file.h"
+#include "util/sysfs_dir.h"
 
 namespace diskprobe::collectors {
 namespace {
@@ -18,7 +19,7 @@ std::string FindThrottled(const std::string& sysfs) {
   std::string p = util::JoinPath(sysfs, "devices/platform/soc/soc:firmware/get_throttled");
   if (Exists(p)) return p;
   const std::string drv = util::JoinPath(sysfs, "bus/platform/drivers/raspberrypi-firmware");
-  for (const std::string& e : ListDir(drv)) {
+  for (const std::string& e : util::ListDir(drv)) {
     p = drv + "/" + e + "/get_throttled";
     if (Exists(p)) return p;
   }
@@ -27,7 +28,7 @@ std::string FindThrottled(const std::string& sysfs) {
 
 std::string FindHwmonAlarm(const std::string& sysfs) {
   const std::string cls = util::JoinPath(sysfs, "class/hwmon");
-  for (const std::string& e : ListDir(cls)) {
+  for (const std::string& e : util::ListDir(cls)) {
     util::FileContent name = util::ReadAttribute(cls + "/" + e + "/name");
     if (name.ok() && util::Trim(name.text) == "rpi_volt") return cls + "/" + e + "/in0_lcrit_alarm";
   }
@@ -40,19 +41,9 @@ void Flag(Families* out, const char* name, const char* help, bool v) {
 
 }  // namespace
 
-std::optional<parsers::BoardModel> ReadBoardModel(const Paths& paths) {
-  for (const std::string& p : {util::JoinPath(paths.sysfs, "firmware/devicetree/base/model"),
-                               util::JoinPath(paths.procfs, "device-tree/model")}) {
-    util::FileContent f = util::ReadAttribute(p);
-    if (!f.ok()) continue;
-    if (auto m = parsers::parse_board_model(f.text)) return m;
-  }
-  return std::nullopt;
-}
-
 bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
   if (!model_read_) {
-    model_ = ReadBoardModel(ctx.paths);
+    model_ = sources::ReadBoardModel(ctx.paths.sysfs, ctx.paths.procfs);
     model_read_ = true;
   }
   if (model_) {

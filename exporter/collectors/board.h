@@ -19,13 +19,10 @@
 #include <chrono>
 #include <optional>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "parsers/board_model.h"
 
 namespace diskprobe::collectors {
-
-// The board model of the host, or nullopt when there is no device tree model (not a Pi / not DT).
-std::optional<parsers::BoardModel> ReadBoardModel(const Paths& paths);
 
 class BoardCollector : public Collector {
  public:

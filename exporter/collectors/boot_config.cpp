@@ -1,4 +1,5 @@
 #include "collectors/boot_config.h"
+#include "sources/board_model.h"
 
 #include <sys/stat.h>
 
@@ -6,7 +7,6 @@
 #include <cstring>
 #include <map>
 
-#include "collectors/board.h"
 #include "parsers/boot_config.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -97,7 +97,7 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
     return false;
   }
   if (!board_read_) {
-    board_ = ReadBoardModel(ctx.paths);
+    board_ = sources::ReadBoardModel(ctx.paths.sysfs, ctx.paths.procfs);
     board_read_ = true;
   }
   std::vector<FileStamp> stamps = {*main};

@@ -4,7 +4,7 @@
 // Sources:
 //   --path.bootconfig, else <rootfs>/boot/firmware/config.txt (Bookworm), else <rootfs>/boot/config.txt
 //   files named by `include`, relative to the directory of config.txt
-//   the board model (board.h ReadBoardModel) for the [pi3]/[pi4]/[cm4]... filters
+//   the board model (sources/board_model.h) for the [pi3]/[pi4]/[cm4]... filters
 // Parsing: parsers/boot_config.h. The firmware reads config.txt at boot, so the values are what the
 // file says now: an edit after boot shows before it takes effect.
 // The files are stat()ed at every scrape and parsed again only when one changed (mtime, size,
@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "parsers/board_model.h"
 
 namespace diskprobe::collectors {

@@ -1,6 +1,6 @@
 #pragma once
 // kmsg: kernel log messages that tell a failing card, counted per disk, mmc host and kind by a
-// KmsgFollower (kmsg_follower.h) that reads --path.kmsg (/dev/kmsg) in its own thread from the
+// KmsgFollower (sources/kmsg_follower.h) that reads --path.kmsg (/dev/kmsg) in its own thread from the
 // start of the ring buffer. A scrape copies the counts: no I/O.
 // The log unreadable (no CAP_SYSLOG, a missing path): no series, the collector fails, the reason
 // is logged once; the other collectors run on.
@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "collectors/collector.h"
-#include "kmsg_follower.h"
+#include "scrape/collector.h"
+#include "sources/kmsg_follower.h"
 
 namespace diskprobe::collectors {
 

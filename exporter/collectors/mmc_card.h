@@ -17,7 +17,7 @@
 #include <map>
 #include <set>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "parsers/mmc_registers.h"
 
 namespace diskprobe::collectors {

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collectors/sysfs_dir.h"
+#include "util/sysfs_dir.h"
 #include "parsers/mmc_ios.h"
 #include "util/file.h"
 
@@ -47,13 +47,13 @@ std::string Reason(const std::string& path, int err, const std::string& debugfs)
 std::vector<MmcHost> ListMmcHosts(const std::string& sysfs) {
   std::vector<MmcHost> out;
   const std::string cls = util::JoinPath(sysfs, "class/mmc_host");
-  for (const std::string& host : ListDir(cls)) {
+  for (const std::string& host : util::ListDir(cls)) {
     MmcHost h{host, ""};
     // The card is a child named "<host>:<RCA>"; its block/ directory names the disk.
     const std::string prefix = host + ":";
-    for (const std::string& child : ListDir(cls + "/" + host)) {
+    for (const std::string& child : util::ListDir(cls + "/" + host)) {
       if (child.compare(0, prefix.size(), prefix) != 0) continue;
-      std::vector<std::string> blocks = ListDir(cls + "/" + host + "/" + child + "/block");
+      std::vector<std::string> blocks = util::ListDir(cls + "/" + host + "/" + child + "/block");
       if (!blocks.empty()) {
         h.device = blocks.front();
         break;
@@ -76,7 +76,7 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
   for (const MmcHost& h : hosts) {
     auto it = drivers_.find(h.host);
     if (it == drivers_.end()) {
-      std::string driver = LinkBasename(util::JoinPath(ctx.paths.sysfs, "class/mmc_host/" + h.host + "/device/driver"));
+      std::string driver = util::LinkBasename(util::JoinPath(ctx.paths.sysfs, "class/mmc_host/" + h.host + "/device/driver"));
       it = drivers_.emplace(h.host, std::move(driver)).first;
     }
     all.push_back({h, &it->second});

@@ -15,7 +15,7 @@
 // fails and the reason is logged once. debugfs is never mounted by the exporter.
 #include <map>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 
 namespace diskprobe::collectors {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <set>
 
-#include "collectors/sysfs_dir.h"
+#include "util/sysfs_dir.h"
 #include "parsers/ext4_sysfs.h"
 #include "parsers/mountinfo.h"
 #include "util/file.h"
@@ -46,7 +46,7 @@ PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devic
   for (const Device& d : devices) {
     map[{d.major, d.minor}] = {d.name, d.name};
     const std::string dir = util::JoinPath(sysfs, "block/" + d.name);
-    for (const std::string& entry : ListDir(dir)) {
+    for (const std::string& entry : util::ListDir(dir)) {
       // Partitions are subdirectories named after the disk (mmcblk0p1, sda1, nvme0n1p2);
       // holders/, queue/, mmcblk0boot0 links and attributes are not: they have no dev file or
       // do not start with the disk's name.

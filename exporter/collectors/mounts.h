@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "parsers/mountinfo.h"
 #include "util/file.h"
 

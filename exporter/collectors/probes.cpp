@@ -1,7 +1,7 @@
 #include "collectors/probes.h"
 
-#include "exposition.h"
-#include "scheduler.h"
+#include "scrape/exposition.h"
+#include "probes/probe_manager.h"
 
 namespace diskprobe::collectors {
 

@@ -1,7 +1,7 @@
 #include "collectors/block_stat.h"
 #include "collectors/board.h"
 #include "collectors/boot_config.h"
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 #include "collectors/kmsg.h"
 #include "collectors/mmc_card.h"
 #include "collectors/mmc_ios.h"

@@ -9,9 +9,9 @@
 #include <atomic>
 #include <string>
 
-#include "devices.h"
+#include "sources/device_registry.h"
 #include "http/server.h"
-#include "scrape.h"
+#include "scrape/scraper.h"
 
 namespace diskprobe::http {
 

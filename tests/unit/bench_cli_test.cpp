@@ -1,5 +1,5 @@
 // The bench's command line (bench/cli.h): nonsense bounds and a bad --push URL are usage errors at parse time
-// (CLI::ParseError, exit 2 in bench_main.cpp), before any I/O. Parsing only: nothing is run.
+// (CLI::ParseError, exit 2 in bench/main.cpp), before any I/O. Parsing only: nothing is run.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "config/config.h"
-#include "devices.h"
-#include "exposition.h"
+#include "sources/device_registry.h"
+#include "scrape/exposition.h"
 #include "test_util.h"
 
 namespace diskprobe::collectors {

@@ -1,10 +1,10 @@
-#include "exposition.h"
+#include "scrape/exposition.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 
 namespace diskprobe {
 namespace {

@@ -14,9 +14,9 @@
 #include "collectors/kmsg.h"
 #include "collectors/mounts.h"
 #include "config/config.h"
-#include "devices.h"
-#include "exposition.h"
-#include "kmsg_follower.h"
+#include "sources/device_registry.h"
+#include "scrape/exposition.h"
+#include "sources/kmsg_follower.h"
 #include "test_util.h"
 #include "util/log.h"
 

@@ -8,9 +8,9 @@
 #include <atomic>
 
 #include "config/config.h"
-#include "devices.h"
+#include "sources/device_registry.h"
 #include "http/routes.h"
-#include "scrape.h"
+#include "scrape/scraper.h"
 #include "test_util.h"
 
 namespace diskprobe::http {

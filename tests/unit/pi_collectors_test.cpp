@@ -12,8 +12,8 @@
 #include "collectors/mmc_card.h"
 #include "collectors/mmc_ios.h"
 #include "config/config.h"
-#include "devices.h"
-#include "exposition.h"
+#include "sources/device_registry.h"
+#include "scrape/exposition.h"
 #include "test_util.h"
 #include "util/log.h"
 

@@ -1,4 +1,4 @@
-#include "exposition.h"
+#include "scrape/exposition.h"
 
 #include <charconv>
 #include <cmath>

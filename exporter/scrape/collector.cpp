@@ -1,4 +1,4 @@
-#include "collectors/collector.h"
+#include "scrape/collector.h"
 
 #include "util/log.h"
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
-#include "devices.h"
+#include "scrape/collector.h"
+#include "sources/device_registry.h"
 
 namespace diskprobe {
 

@@ -1,4 +1,4 @@
-#include "kmsg_follower.h"
+#include "sources/kmsg_follower.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "collectors/sysfs_dir.h"
+#include "util/sysfs_dir.h"
 #include "util/file.h"
 #include "util/log.h"
 
@@ -80,7 +80,7 @@ std::string KmsgDeviceResolver::HostOfDisk(const std::string& disk) {
   if (disk.rfind("mmcblk", 0) != 0 || !SafeName(disk)) return "";
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = host_of_disk_.find(disk); it != host_of_disk_.end()) return it->second;
-  std::string card = collectors::LinkBasename(util::JoinPath(sysfs_, "block/" + disk + "/device"));
+  std::string card = util::LinkBasename(util::JoinPath(sysfs_, "block/" + disk + "/device"));
   std::size_t colon = card.find(':');
   if (colon == std::string::npos) return "";  // not cached: the card may not be probed yet
   std::string host = card.substr(0, colon);
@@ -94,9 +94,9 @@ std::string KmsgDeviceResolver::DiskOfHost(const std::string& host) {
   std::string found;
   const std::string dir = util::JoinPath(sysfs_, "class/mmc_host/" + host);
   const std::string prefix = host + ":";
-  for (const std::string& child : collectors::ListDir(dir)) {
+  for (const std::string& child : util::ListDir(dir)) {
     if (child.compare(0, prefix.size(), prefix) != 0) continue;
-    std::vector<std::string> blocks = collectors::ListDir(dir + "/" + child + "/block");
+    std::vector<std::string> blocks = util::ListDir(dir + "/" + child + "/block");
     if (!blocks.empty()) {
       found = blocks.front();
       break;

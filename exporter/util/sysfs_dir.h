@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace diskprobe::collectors {
+namespace diskprobe::util {
 
 // Names in `dir` (no "." and ".."), sorted in natural order ("mmc2" before "mmc10"). Empty when
 // the directory is missing or unreadable; *error (when given) then gets errno, else 0.
@@ -14,4 +14,4 @@ std::vector<std::string> ListDir(const std::string& dir, int* error = nullptr);
 // -> "sdhost-bcm2835"); "" when `path` is not a readable symlink.
 std::string LinkBasename(const std::string& path);
 
-}  // namespace diskprobe::collectors
+}  // namespace diskprobe::util

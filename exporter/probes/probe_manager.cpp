@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "probes/probe_manager.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -1,4 +1,4 @@
-#include "collectors/sysfs_dir.h"
+#include "util/sysfs_dir.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <climits>
 
-namespace diskprobe::collectors {
+namespace diskprobe::util {
 namespace {
 
 // "mmc2" < "mmc10": compare the non-digit prefix, then the trailing number by value.
@@ -55,4 +55,4 @@ std::string LinkBasename(const std::string& path) {
   return slash == std::string::npos ? target : target.substr(slash + 1);
 }
 
-}  // namespace diskprobe::collectors
+}  // namespace diskprobe::util

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "devices.h"
+#include "sources/device_registry.h"
 #include "probes/stats.h"
 
 namespace diskprobe {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "devices.h"
-#include "exposition.h"
+#include "sources/device_registry.h"
+#include "scrape/exposition.h"
 
 namespace diskprobe {
 class ProbeManager;

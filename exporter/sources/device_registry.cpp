@@ -1,4 +1,4 @@
-#include "devices.h"
+#include "sources/device_registry.h"
 
 #include <dirent.h>
 

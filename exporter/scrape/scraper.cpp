@@ -1,8 +1,8 @@
-#include "scrape.h"
+#include "scrape/scraper.h"
 
 #include <chrono>
 
-#include "exposition.h"
+#include "scrape/exposition.h"
 #include "util/log.h"
 #include "version.h"
 
