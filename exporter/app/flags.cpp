@@ -1,0 +1,103 @@
+#include "app/flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cstring>
+#include <deque>
+
+#include "version.h"
+
+namespace diskprobe::app {
+namespace {
+
+// CLI11 prints a negatable flag as "--collector.x,--no-collector.x{false}", which reads as "off by
+// default"; the {false} only says what the --no- form sets. The help text says the default.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (std::size_t at; (at = name.find("{false}")) != std::string::npos;) name.erase(at, 7);
+    return name;
+  }
+};
+
+}  // namespace
+
+std::string CheckTelemetryPath(const std::string& p) {
+  if (p.empty() || p[0] != '/') return "must start with /";
+  for (char c : p)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::strchr("/-._~", c) == nullptr)
+      return std::string("may contain only letters, digits and / - . _ ~, got '") + c + "'";
+  if (p == "/" || p == "/-/healthy" || p == "/-/ready") return p + " is another endpoint";
+  return "";
+}
+
+std::optional<int> ParseFlags(int argc, char** argv, Flags* f) {
+  CLI::App app{"diskprobe_exporter: Prometheus exporter for SD cards, eMMC and disks of Raspberry Pi fleets.",
+               "diskprobe_exporter"};
+  app.set_version_flag("--version", std::string("diskprobe_exporter ") + kVersion + " (revision " + kRevision + ")");
+  app.add_option("--config.file", f->config_file,
+                 "YAML configuration file, applied on top of the embedded defaults (config/default.yml). "
+                 "Without it the defaults alone are used. SIGHUP reloads it.");
+  app.add_flag("--config.check", f->config_check,
+               "Validate the configuration (and --web.config.file when given, certificate and key loaded), "
+               "print every error as file:line:col, exit 0 when valid, 1 when not.");
+  app.add_option("--web.listen-address", f->listen,
+                 "Addresses to listen on: :PORT, HOST:PORT; repeat the flag or separate with commas.")
+      ->capture_default_str()
+      ->delimiter(',');
+  app.add_option("--web.config.file", f->web_config_file,
+                 "Web configuration (Prometheus exporter-toolkit format) that enables TLS and/or basic "
+                 "authentication. SIGHUP reloads it: new certificate, key, CAs, TLS settings and users apply "
+                 "to new connections; turning TLS or basic auth on or off needs a restart.");
+  app.add_option("--web.telemetry-path", f->telemetry_path,
+                 "Path under which metrics are exposed (letters, digits and / - . _ ~; not /, /-/healthy, /-/ready).")
+      ->capture_default_str()
+      ->check(CheckTelemetryPath);
+  app.add_option("--web.max-requests", f->max_requests, "Maximum number of requests served at once (HTTP worker threads).")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  collectors::Paths& paths = f->paths;
+  app.add_option("--path.sysfs", paths.sysfs, "sysfs mount point.")->capture_default_str();
+  app.add_option("--path.procfs", paths.procfs, "procfs mount point.")->capture_default_str();
+  app.add_option("--path.rootfs", paths.rootfs, "Root filesystem of the host (when run in a container).")
+      ->capture_default_str();
+  app.add_option("--path.debugfs", paths.debugfs, "debugfs mount point (mmc_ios; readable by root only).")
+      ->capture_default_str();
+  app.add_option("--path.devfs", f->devfs, "Directory of the block device nodes the read probes open (<devfs>/<disk>).")
+      ->capture_default_str();
+  app.add_option("--path.bootconfig", paths.bootconfig,
+                 "The firmware's config.txt (boot_config). Default: <rootfs>/boot/firmware/config.txt, "
+                 "then <rootfs>/boot/config.txt.");
+  app.add_option("--path.kmsg", paths.kmsg, "The kernel log (kmsg collector; a file or a pipe of records also works).")
+      ->capture_default_str();
+  app.add_option("--log.level", f->log_level, "Only log messages at or above this level: debug, info, warn, error.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
+  app.add_option("--log.format", f->log_format, "Log line format: logfmt or json.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"logfmt", "json"}));
+
+  const auto& all = collectors::AllCollectors();
+  std::deque<bool> enabled;  // CLI11 binds to bool&: a deque keeps the references valid
+  for (const auto& c : all) {
+    enabled.push_back(c.enabled_by_default);
+    app.add_flag("--collector." + c.name + ",!--no-collector." + c.name, enabled.back(),
+                 "Enable the " + c.name + " collector (" + c.help + ")" +
+                     (c.enabled_by_default ? "; default on" : "; default off"));
+  }
+
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
+             "(diskprobe_exporter bench --help).");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  f->collectors.assign(enabled.begin(), enabled.end());
+  return std::nullopt;
+}
+
+}  // namespace diskprobe::app
