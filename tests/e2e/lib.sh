@@ -59,6 +59,40 @@ start_prometheus() {
   return 1
 }
 
+# query EXPR: the instant query's JSON from the Prometheus start_prometheus started.
+query() { curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1"; }
+# query_value EXPR: the first result's value, empty when there is none (or Prometheus is not up).
+query_value() { query "$1" 2>/dev/null | jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true; }
+# query_count EXPR: how many series the query returns (0 on any error).
+query_count() { query "$1" 2>/dev/null | jq -r '.data.result | length' 2>/dev/null || echo 0; }
+
+# wait_for_up JOB TARGETS [SECONDS]: until Prometheus has scraped all TARGETS of JOB successfully
+# (sum(up) == TARGETS), polled every second, default 60 s. UP holds the last sum seen.
+wait_for_up() {
+  local i
+  UP=""
+  for i in $(seq 1 "${3:-60}"); do
+    UP=$(query_value "sum(up{job=\"$1\"})")
+    [ "$UP" = "$2" ] && return 0
+    sleep 1
+  done
+  return 1
+}
+
+# listen_address LOG PID: the address an exporter logged ("msg=listening address=..."), waited
+# for up to 5 s while PID lives; prints the log and fails when none comes.
+listen_address() {
+  local logf=$1 pid=$2 i addr
+  for i in $(seq 1 100); do
+    addr=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$logf" | head -n1)
+    [ -n "$addr" ] && { echo "$addr"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$logf" >&2
+  return 1
+}
+
 # Starts the exporter in the background on 127.0.0.1:0; sets EXPORTER_PID and EXPORTER_ADDR
 # (the port the kernel chose, read from the "listening" log line).
 start_exporter() {
@@ -67,14 +101,19 @@ start_exporter() {
   "$EXPORTER" --web.listen-address=127.0.0.1:0 "$@" 2>"$logf" &
   EXPORTER_PID=$!
   E2E_PIDS+=("$EXPORTER_PID")
+  EXPORTER_ADDR=$(listen_address "$logf" "$EXPORTER_PID") || return 1
+}
+
+# Stops the exporter start_exporter started (SIGTERM) and reaps it.
+stop_exporter() { kill "$EXPORTER_PID" 2>/dev/null || true; wait "$EXPORTER_PID" 2>/dev/null || true; }
+
+# wait_http URL [SECONDS]: until URL answers 2xx (a /-/ready endpoint), polled every 0.1 s; default 10 s.
+wait_http() {
   local i
-  for i in $(seq 1 100); do
-    EXPORTER_ADDR=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$logf" | head -n1)
-    [ -n "$EXPORTER_ADDR" ] && return 0
-    kill -0 "$EXPORTER_PID" 2>/dev/null || { cat "$logf" >&2; return 1; }
-    sleep 0.05
+  for i in $(seq 1 $(( ${2:-10} * 10 ))); do
+    curl -sf --max-time 1 -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.1
   done
-  cat "$logf" >&2
   return 1
 }
 
@@ -87,7 +126,7 @@ sample_value() {
   awk -v f="$1" -v d="device=\"$2\"" '!done && $1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; done = 1 }'
 }
 
-# --- emulated SD card (../shared/FIELD-NOTES.md): nbdkit memory plugin behind filters, exposed
+# --- emulated SD card: nbdkit memory plugin behind filters (delay, rate, error, pause), exposed
 # through nbdfuse as a file, attached as a loop device with direct I/O. Needs root, FUSE, loop.
 
 # Skips the test (exit 77, ctest's SKIP) outside CI when root, FUSE or loop devices are missing;
@@ -151,6 +190,11 @@ cards_cleanup() {
 
 # Field 7 (sectors written) of a disk's stat, in bytes.
 stat_written_bytes() { awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$1/stat"; }
+
+# Figures for the logs and the comparisons with fio.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }  # A/B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { exit !(b > 0 && a / b >= 1 - p / 100 && a / b <= 1 + p / 100) }'; }  # A B PCT: |A/B - 1| <= PCT %
+ms() { awk -v s="$1" -v d="${2:-3}" 'BEGIN { printf "%." d "f", s * 1000 }'; }  # SECONDS [DECIMALS]: milliseconds
 
 # The value of the first sample matching an anchored extended regex on stdin.
 metric() { awk -v re="^$1 " '!found && $0 ~ re { print $NF; found = 1 } END { if (!found) print "" }'; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end: the probes on emulated SD cards (nbdkit filters behind a loop device, FIELD-NOTES),
+# End-to-end: the probes on emulated SD cards (nbdkit filters behind a loop device, lib.sh card_start),
 # side by side with fio. Prints every figure. Needs root, FUSE and loop devices: skips (77)
 # outside CI without them, fails under CI=true.
 # Usage: probes_e2e.sh <path to diskprobe_exporter>
@@ -11,13 +11,6 @@ for tool in fio mkfs.ext4 jq sha256sum; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh test" >&2; exit 1; }
 done
 cd "$E2E_WORK"
-
-within() {  # within A B PCT: |A/B - 1| <= PCT/100
-  awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { r = a / b; exit !(b > 0 && r >= 1 - p / 100 && r <= 1 + p / 100) }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-ms() { awk -v s="$1" 'BEGIN { printf "%.3f", s * 1000 }'; }
-stop_exporter() { kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true; }
 
 # ---------------------------------------------------------------------------------------------
 log "card A: rdelay=2ms wdelay=5ms (256 MiB, ext4)"
