@@ -3,7 +3,7 @@
 #   make test   install what is missing, build, run every test (unit, end-to-end with a real Prometheus)
 # While working on the code:
 #   make check      the unit tests alone: build them, run them (under a minute; no root, installs nothing)
-#   make check-e2e  the end-to-end tests that take seconds, not minutes (ctest -L e2e -LE slow)
+#   make check-e2e  the end-to-end tests that take under a minute each (ctest -L e2e -LE slow)
 # Tests carry ctest labels (unit, lint, e2e, deploy, slow, root): CTEST_ARGS="-L deploy" etc.
 # Extra arguments for the exporter: make run ARGS="--log.level=debug"
 
