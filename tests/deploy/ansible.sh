@@ -482,7 +482,7 @@ check "pi-repo.test: web-config.yml has absolute file names (validated from a te
 read -r -a argv <<<"$EXEC"
 chroot --userspec=diskprobe:diskprobe --groups=disk "$R2" "${argv[@]}" 2>"$E2E_WORK/repo-exporter.log" &
 RPID=$!; E2E_PIDS+=("$RPID")
-for i in $(seq 1 50); do grep -q 'msg=listening' repo-exporter.log && break; kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
+listen_address repo-exporter.log "$RPID" >/dev/null || true
 c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert files/server.crt -u "prometheus:$PW" "https://127.0.0.1:$PORT2/metrics" || true)
 w=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert files/server.crt -u "prometheus:wrong" "https://127.0.0.1:$PORT2/metrics" || true)
 check "pi-repo.test: the drop-in's ExecStart serves HTTPS: right password $c, wrong password $w" test "$c:$w" = 200:401

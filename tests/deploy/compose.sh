@@ -117,7 +117,7 @@ api() { curl -sS --max-time 5 "$PROM/api/v1/$1" "${@:2}"; }
 # Rules are evaluated on their own clock (2 s here), scrapes on theirs: a result may lag a few seconds.
 eventually() { local i; for i in $(seq 1 15); do "$@" && return 0; sleep 1; done; return 1; }
 series() {  # series QUERY: true when QUERY returns exactly one series
-  curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1" | jq -e '.data.result | length == 1' >/dev/null
+  query "$1" | jq -e '.data.result | length == 1' >/dev/null
 }
 health() {  # health ADDRESS: the target's health in job diskprobe, "" when unknown
   api targets 2>/dev/null | jq -r --arg a "$1" \

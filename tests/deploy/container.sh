@@ -252,7 +252,7 @@ if ! P run -d --name "$NAME" "${ULIMITS[@]}" "${RUN_OPTS[@]}" "$IMAGE" "${EXPORT
 fi
 IP=$(P inspect --format '{{.NetworkSettings.IPAddress}}' "$NAME")
 URL=http://$IP:$PORT
-for i in $(seq 1 100); do curl -sf "$URL/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_http "$URL/-/ready" || true
 check "GET $URL/-/healthy: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/healthy"
 check "GET $URL/-/ready: 200" curl -sf -o /dev/null --max-time 5 "$URL/-/ready"
 # Every probe runs every 2 s from a random start within one interval; a run is skipped while the
@@ -325,7 +325,7 @@ for o in "${RUN_OPTS[@]}"; do [ "$o" = --privileged ] || UNPRIV+=("$o"); done
 if P run -d --name "$NAME2" "${ULIMITS[@]}" "${UNPRIV[@]}" --cap-drop ALL --cap-add DAC_READ_SEARCH \
      --cap-add SYSLOG "$IMAGE" "${EXPORTER_ARGS[@]}" >run2.log 2>&1; then
   URL2=http://$(P inspect --format '{{.NetworkSettings.IPAddress}}' "$NAME2"):$PORT
-  for i in $(seq 1 100); do curl -sf "$URL2/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_http "$URL2/-/ready" || true
   for i in $(seq 1 30); do
     sleep 1
     curl -sS --max-time 5 "$URL2/metrics" >metrics2.txt || true

@@ -116,7 +116,7 @@ PORT=$(free_port)
 chroot --userspec=diskprobe:diskprobe --groups=disk "$ROOT" /usr/bin/diskprobe_exporter \
   --config.file=/etc/diskprobe_exporter/config.yml --web.listen-address="127.0.0.1:$PORT" 2>"$E2E_WORK/root-exporter.log" &
 RPID=$!; E2E_PIDS+=("$RPID")
-for i in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/-/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_http "http://127.0.0.1:$PORT/-/ready" 5 || true
 curl -sS --max-time 5 "http://127.0.0.1:$PORT/metrics" >root-metrics.txt || true
 check "scrape of the installed binary: $(grep -c '^diskprobe_' root-metrics.txt) diskprobe_ samples, build_info present" \
   grep -q '^diskprobe_build_info' root-metrics.txt
@@ -136,7 +136,7 @@ chroot --userspec=diskprobe:diskprobe --groups=disk "$ROOT" /usr/bin/diskprobe_e
   --web.config.file=/etc/diskprobe_exporter/web-config.yml --web.listen-address="127.0.0.1:$PORT" \
   2>"$E2E_WORK/root-tls.log" &
 RPID=$!; E2E_PIDS+=("$RPID")
-for i in $(seq 1 50); do grep -q 'msg=listening' "$E2E_WORK/root-tls.log" && break; kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
+listen_address "$E2E_WORK/root-tls.log" "$RPID" >/dev/null || true
 c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$ROOT/etc/diskprobe_exporter/server.crt" \
   -u "prometheus:$PW" "https://127.0.0.1:$PORT/metrics" || true)
 check "HTTPS + basic auth from the installed package: 200 (got $c)" test "$c" = 200

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fleet scale (issue 7): how many series one node exports with the default configuration, for "a
+# Fleet scale: how many series one node exports with the default configuration, for "a
 # Raspberry Pi with one card and one USB disk", and what that costs Prometheus at the default
-# scrape interval for 10, 100 and 1,000 Pis. Asserts the total is at most 500 (the issue's target)
+# scrape interval for 10, 100 and 1,000 Pis. Asserts the total is at most 500 (the target for one node)
 # and that docs/operations.md ("Fleet scale") states the same total.
 #
 # Two measurements, added up:
@@ -67,7 +67,7 @@ start_exporter --config.file=no-probes.yml --path.sysfs="$ROOT/sys" --path.procf
   --path.kmsg="$ROOT/kmsg"
 sleep 1  # the kmsg follower reads the log file in its thread
 scrape >node.prom
-kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+stop_exporter
 check "fixture: promtool check metrics is clean" bash -c "[ -z \"\$(promtool check metrics <node.prom 2>&1)\" ]"
 check "fixture: every collector succeeded" bash -c "! grep -q '^diskprobe_collector_success{.*} 0' node.prom"
 for dev in mmcblk0 sda; do
@@ -108,7 +108,7 @@ for _ in $(seq 1 60); do
   [ "$n" -ge "$expected" ] && break
   sleep 1
 done
-kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+stop_exporter
 check "probes: every (device, probe) completed a successful run ($n of $expected)" [ "$n" -ge "$expected" ]
 card_kinds=$(sed -n "s/^diskprobe_probe_runs_total{device=\"$CARD\",probe=\"\([a-z]*\)\".*/\1/p" probes.prom | sort -u | paste -sd,)
 usb_kinds=$(sed -n "s/^diskprobe_probe_runs_total{device=\"$USB\",probe=\"\([a-z]*\)\".*/\1/p" probes.prom | sort -u | paste -sd,)

@@ -3,20 +3,17 @@
 # exposure is printed and must be <= 3.0; the sysusers.d file makes the diskprobe user in `disk`.
 # Usage: systemd_unit.sh <path to diskprobe_exporter>   (ExecStart is pointed at it for verify,
 # which checks that the command exists)
-set -euo pipefail
 EXPORTER=$(realpath "$1")
 SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
 UNIT=$SRC/deploy/systemd/diskprobe_exporter.service
 command -v systemd-analyze >/dev/null || { echo "missing systemd-analyze (package systemd)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+work=$E2E_WORK
 
 sed "s|^ExecStart=/usr/bin/diskprobe_exporter|ExecStart=$EXPORTER|" "$UNIT" >"$work/diskprobe_exporter.service"
 # verify runs `man` for each man: page in Documentation=: ours from docs/, as the package installs it.
 mkdir -p "$work/man/man1"
-cp "$(dirname "$0")/../../docs/diskprobe_exporter.1" "$work/man/man1/"
+cp "$SRC/docs/diskprobe_exporter.1" "$work/man/man1/"
 if out=$(MANPATH="$work/man:" systemd-analyze verify "$work/diskprobe_exporter.service" 2>&1) && [ -z "$out" ]; then
   echo "ok: systemd-analyze verify: clean"
 else
@@ -48,4 +45,4 @@ if command -v systemd-sysusers >/dev/null; then
 else
   fail "missing systemd-sysusers"
 fi
-[ "$failures" -eq 0 ] || exit 1
+[ "$FAILURES" -eq 0 ] || exit 1

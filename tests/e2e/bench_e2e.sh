@@ -60,7 +60,7 @@ jsonschema.validate(d, json.load(open(sys.argv[1])))' '$SRC/docs/bench-schema.js
 port=$(free_port)
 prometheus-pushgateway --web.listen-address="127.0.0.1:$port" >pgw.log 2>&1 &
 E2E_PIDS+=($!)
-for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null && break; sleep 0.1; done
+wait_http "http://127.0.0.1:$port/-/ready" || echo "the Pushgateway is not ready after 10 s" >&2
 "$EXPORTER" bench --device "/dev/$disk" --dir "$E2E_WORK/dir" --duration 4s --max-bytes 64MiB --file-size 4MiB \
   --lock-dir "$E2E_WORK/locks" --push "http://127.0.0.1:$port" >/dev/null 2>push.err
 rc=$?

@@ -8,16 +8,13 @@
 #  - exit codes: --help/--version 0, usage errors 2, an invalid --config.file 1 (the EXIT STATUS
 #    section).
 # Usage: tests/e2e/cli_man_e2e.sh <diskprobe_exporter binary>
-set -uo pipefail
 BIN=$(realpath "${1:?usage: cli_man_e2e.sh <diskprobe_exporter>}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-PAGE="$HERE/../../docs/diskprobe_exporter.1"
-WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
-fails=0
-check() {  # description command...
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+# Exit codes are what this test reads: a failing command is data here, not the end of the script.
+set +e
+PAGE="$SRC/docs/diskprobe_exporter.1"
+WORK=$E2E_WORK
 
 "$BIN" --help >"$WORK/help.txt" 2>&1; rc_help=$?
 "$BIN" bench --help >"$WORK/bench-help.txt" 2>&1; rc_bench_help=$?
@@ -63,7 +60,7 @@ if command -v man >/dev/null; then
     test "$(grep -cE '^(NAME|SYNOPSIS|DESCRIPTION|OPTIONS|BENCH|HTTP ENDPOINTS|SIGNALS|EXIT STATUS|FILES|EXAMPLES|SEE ALSO)$' "$WORK/page.txt")" = 11
 else
   echo "man not installed: formatting not checked"
-  [ "${CI:-}" = true ] && fails=$((fails + 1))
+  [ "${CI:-}" = true ] && fail "man is missing under CI"
 fi
 
 # Exit codes, as the EXIT STATUS section says.
@@ -97,5 +94,5 @@ check "the same listen address twice is refused by name (rc $rc_dup, $rc_dup2): 
   bash -c "[ $rc_dup:$rc_dup2 = 1:1 ] && grep -q 'the same address' '$WORK/err5' && grep -q ':1 and 0.0.0.0:1 are the same address' '$WORK/err6'"
 check "--help does not print {false} after the collector flags (they are on by default)" test "$rc_false" = 1
 
-[ "$fails" = 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
-[ "$fails" = 0 ]
+[ "$FAILURES" = 0 ] && echo "all checks passed" || echo "$FAILURES check(s) failed"
+[ "$FAILURES" = 0 ]

@@ -36,14 +36,7 @@ start_named() {
   "$@" --web.listen-address=127.0.0.1:0 2>"$E2E_WORK/$name.log" &
   E2E_PIDS+=($!)
   eval "PID_$name=$!"
-  ADDR=""
-  for _ in $(seq 1 100); do
-    ADDR=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$E2E_WORK/$name.log" | head -n1)
-    [ -n "$ADDR" ] && return 0
-    sleep 0.05
-  done
-  cat "$E2E_WORK/$name.log" >&2
-  return 1
+  ADDR=$(listen_address "$E2E_WORK/$name.log" $!)
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -145,14 +138,8 @@ cat >file_sd/diskprobe-e2e.yml <<YML
   labels: {site: fixtures}
 YML
 check "Prometheus started with the shipped configuration" start_prometheus prometheus.yml --log.level=warn
-query() { curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1"; }
-up=0
-for _ in $(seq 1 60); do
-  up=$(query 'sum(up{job="diskprobe"})' 2>/dev/null | jq -r '.data.result[0].value[1] // 0' 2>/dev/null || echo 0)
-  [ "$up" = 4 ] && break
-  sleep 1
-done
-check "Prometheus scrapes the 4 exporters through file_sd (up: $up)" test "$up" = 4
+wait_for_up diskprobe 4 || true
+check "Prometheus scrapes the 4 exporters through file_sd (up: $UP)" test "$UP" = 4
 # A few scrape and evaluation intervals, enough for 15 s of probe runs in every window.
 sleep 20
 rules_health=$(curl -sS "$PROM/api/v1/rules" | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | join(", ")')

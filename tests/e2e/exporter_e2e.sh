@@ -38,7 +38,7 @@ check "landing page names the exporter" bash -c "curl -sS http://$EXPORTER_ADDR/
 check "/-/healthy is 200" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/-/healthy) = 200 ]"
 check "/-/ready is 200" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/-/ready) = 200 ]"
 check "unknown path is 404" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://$EXPORTER_ADDR/metricz) = 404 ]"
-# Memory target (issue 2): OpenSSL (1.7 MiB on x86-64) is loaded only with --web.config.file.
+# Memory: OpenSSL (1.7 MiB on x86-64) is loaded only with --web.config.file.
 check "no OpenSSL mapped without a web config ($(grep -cE 'libssl|libcrypto\.so' /proc/$EXPORTER_PID/maps) mappings)" \
   bash -c "! grep -qE 'libssl|libcrypto\\.so' /proc/$EXPORTER_PID/maps"
 
@@ -129,21 +129,15 @@ scrape_configs:
       - targets: ['$EXPORTER_ADDR']
 YML
 check "Prometheus started" start_prometheus prometheus.yml --log.level=warn
-query() { curl -sS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
-up=""; series=0
-for i in $(seq 1 60); do
-  up=$(query 'up{job="diskprobe"}' 2>/dev/null | jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true)
-  series=$(query 'diskprobe_block_read_bytes_total' 2>/dev/null | jq -r '.data.result | length' 2>/dev/null || echo 0)
-  [ "$up" = 1 ] && [ "${series:-0}" -gt 0 ] && break
-  sleep 1
-done
-check "Prometheus: up{job=\"diskprobe\"} == 1 (got '$up')" test "$up" = 1
+wait_for_up diskprobe 1 || true
+series=$(query_count 'diskprobe_block_read_bytes_total')
+check "Prometheus: up{job=\"diskprobe\"} == 1 (got '$UP')" test "$UP" = 1
 check "Prometheus: diskprobe_block_read_bytes_total has $series series" test "${series:-0}" -gt 0
 
 log "SIGHUP reloads"
 "$EXPORTER" --version >/dev/null
 start_exporter_with_config() { cp good.yml live.yml; start_exporter --config.file=live.yml --log.level=debug; }
-kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+stop_exporter
 start_exporter_with_config
 devs_before=$(scrape | sed -n 's/^diskprobe_block_read_bytes_total{device="\([^"]*\)".*/\1/p' | sort | xargs)
 printf 'devices:\n  include: ["mmcblk[0-9"]\n' >live.yml
@@ -200,7 +194,7 @@ idle_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 for fd in 20 21 22 23 24 25 26 27; do eval "exec $fd>&-"; done
 check "8 idle connections holding every worker: the scrape still answers $code within 10 s (took ${idle_ms} ms)" \
   bash -c "[ '$code' = 200 ] && [ $idle_ms -lt 10000 ]"
-kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+stop_exporter
 
 # --no-collector.probes stops the probes' I/O, not only their series (the default config enables
 # them): no probe thread logs, no probe file is opened.
@@ -210,7 +204,7 @@ scrape >np.txt
 check "--no-collector.probes: said so, no probe series, no probe activity logged" bash -c \
   "grep -q 'probes not run: the probes collector is disabled' '$E2E_WORK/exporter.log' &&
    ! grep -q '^diskprobe_probe_' np.txt && ! grep -qE 'msg=\"probe (file|failed)' '$E2E_WORK/exporter.log'"
-kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true
+stop_exporter
 
 # docs/metrics.md lists every family the exporter serves.
 docs=$SRC/docs/metrics.md

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end: failing cards (issue 5). First the mounts and kmsg collectors on the fixture root
+# End-to-end: failing cards. First the mounts and kmsg collectors on the fixture root
 # tests/fixtures/roots/faults and with an unreadable kernel log (no root needed); then, on emulated
-# cards (nbdkit error filter behind loop devices, ../shared/FIELD-NOTES.md): reads failing with
+# cards (nbdkit error filter behind loop devices, lib.sh card_start): reads failing with
 # EIO, writes failing with EIO, a card detached during probing and re-attached, read-only device
 # and filesystem, a full filesystem. Prints every figure. The emulated part needs root, FUSE and
 # loop devices: it skips (77) outside CI without them and fails under CI=true.
@@ -11,7 +11,6 @@ SRC=$(realpath "$(dirname "$0")/../..")
 source "$SRC/tests/e2e/lib.sh"
 command -v promtool >/dev/null || { echo "missing promtool: run scripts/install-deps.sh test" >&2; exit 1; }
 cd "$E2E_WORK"
-stop_exporter() { kill "$EXPORTER_PID"; wait "$EXPORTER_PID" 2>/dev/null || true; }
 threads() { awk '/^Threads:/ { print $2 }' "/proc/$EXPORTER_PID/status"; }
 # wait_for SECONDS FILE 'shell condition on $v' REGEX: scrapes into FILE until the sample's value
 # (in $v) satisfies the condition; the value is left in $v.

@@ -59,22 +59,61 @@ start_prometheus() {
   return 1
 }
 
+# query EXPR: the instant query's JSON from the Prometheus start_prometheus started.
+query() { curl -sS --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1"; }
+# query_value EXPR: the first result's value, empty when there is none (or Prometheus is not up).
+query_value() { query "$1" 2>/dev/null | jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true; }
+# query_count EXPR: how many series the query returns (0 on any error).
+query_count() { query "$1" 2>/dev/null | jq -r '.data.result | length' 2>/dev/null || echo 0; }
+
+# wait_for_up JOB TARGETS [SECONDS]: until Prometheus has scraped all TARGETS of JOB successfully
+# (sum(up) == TARGETS), polled every second, default 60 s. UP holds the last sum seen.
+wait_for_up() {
+  local i
+  UP=""
+  for i in $(seq 1 "${3:-60}"); do
+    UP=$(query_value "sum(up{job=\"$1\"})")
+    [ "$UP" = "$2" ] && return 0
+    sleep 1
+  done
+  return 1
+}
+
+# listen_address LOG PID: the address an exporter logged ("msg=listening address=..."), waited
+# for up to 5 s while PID lives; prints the log and fails when none comes.
+listen_address() {
+  local logf=$1 pid=$2 i addr
+  for i in $(seq 1 100); do
+    addr=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$logf" | head -n1)
+    [ -n "$addr" ] && { echo "$addr"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$logf" >&2
+  return 1
+}
+
 # Starts the exporter in the background on 127.0.0.1:0; sets EXPORTER_PID and EXPORTER_ADDR
 # (the port the kernel chose, read from the "listening" log line).
 start_exporter() {
   local logf=$E2E_WORK/exporter.log
   : >"$logf"
-  "$EXPORTER" --web.listen-address=127.0.0.1:0 "$@" 2>"$logf" &
+  "${RT[@]}" "$EXPORTER" --web.listen-address=127.0.0.1:0 "$@" 2>"$logf" &
   EXPORTER_PID=$!
   E2E_PIDS+=("$EXPORTER_PID")
+  EXPORTER_ADDR=$(listen_address "$logf" "$EXPORTER_PID") || return 1
+}
+
+# Stops the exporter start_exporter started (SIGTERM) and reaps it.
+stop_exporter() { kill "$EXPORTER_PID" 2>/dev/null || true; wait "$EXPORTER_PID" 2>/dev/null || true; }
+
+# wait_http URL [SECONDS]: until URL answers 2xx (a /-/ready endpoint), polled every 0.1 s; default 10 s.
+wait_http() {
   local i
-  for i in $(seq 1 100); do
-    EXPORTER_ADDR=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$logf" | head -n1)
-    [ -n "$EXPORTER_ADDR" ] && return 0
-    kill -0 "$EXPORTER_PID" 2>/dev/null || { cat "$logf" >&2; return 1; }
-    sleep 0.05
+  for i in $(seq 1 $(( ${2:-10} * 10 ))); do
+    curl -sf --max-time 1 -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.1
   done
-  cat "$logf" >&2
   return 1
 }
 
@@ -87,7 +126,7 @@ sample_value() {
   awk -v f="$1" -v d="device=\"$2\"" '!done && $1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; done = 1 }'
 }
 
-# --- emulated SD card (../shared/FIELD-NOTES.md): nbdkit memory plugin behind filters, exposed
+# --- emulated SD card: nbdkit memory plugin behind filters (delay, rate, error, pause), exposed
 # through nbdfuse as a file, attached as a loop device with direct I/O. Needs root, FUSE, loop.
 
 # Skips the test (exit 77, ctest's SKIP) outside CI when root, FUSE or loop devices are missing;
@@ -104,9 +143,26 @@ require_card_support() {
   fi
 }
 
+# rt_prefix: prints "chrt -f 10" where the kernel lets this process use SCHED_FIFO (root, an RT
+# budget in its cgroup), nothing otherwise. For measurements that compare two tools on an emulated
+# card: on a 2-core machine busy with other work every hop of an I/O (loop worker, FUSE, nbdfuse,
+# nbdkit, the tool) waits for a CPU, and nice does not help against other cgroups' builds.
+# Measured here under a load of 22: fio's 4 KiB QD1 read of a card with a 1 ms read delay took
+# 4.5-20 ms at normal priority (nice -20 no better), 1.5-1.8 ms under SCHED_FIFO. Only for commands
+# that wait on the card most of the time: a CPU-bound one under SCHED_FIFO holds the CPUs from
+# everyone else (the kernel leaves others 5 %).
+# use_rt: from here on RT holds that prefix (empty where SCHED_FIFO is refused), and card_start
+# and start_exporter run their processes under it; a script puts "${RT[@]}" before the fio or
+# bench it compares them with. no_rt: back to normal priority.
+RT=()
+rt_prefix() { if chrt -f 10 true 2>/dev/null; then echo "chrt -f 10"; fi; }
+use_rt() { read -r -a RT <<<"$(rt_prefix)"; log "measurements under ${RT[*]:-normal priority (SCHED_FIFO refused)}"; }
+no_rt() { RT=(); }
+
 CARDS=()   # "loopdev fusedir pid mountpoint" per card, for cleanup
 # card_start NAME SIZE [--filter=F ...] [key=value ...]: sets CARD_DEV (/dev/loopN) and CARD_NAME.
 # nbdkit wants filters before the plugin and every parameter (the plugin's and the filters') after.
+# After use_rt the card (nbdfuse and nbdkit) runs under SCHED_FIFO.
 card_start() {
   local name=$1 size=$2; shift 2
   local dir=$E2E_WORK/card-$name filters=() params=() a
@@ -114,7 +170,7 @@ card_start() {
     case $a in --filter=*) filters+=("$a") ;; *) params+=("$a") ;; esac
   done
   mkdir -p "$dir"
-  nbdfuse "$dir" --command nbdkit -s "${filters[@]}" memory size="$size" "${params[@]}" \
+  "${RT[@]}" nbdfuse "$dir" --command nbdkit -s "${filters[@]}" memory size="$size" "${params[@]}" \
     >"$E2E_WORK/nbdfuse-$name.log" 2>&1 &
   local pid=$!
   local i
@@ -151,6 +207,11 @@ cards_cleanup() {
 
 # Field 7 (sectors written) of a disk's stat, in bytes.
 stat_written_bytes() { awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$1/stat"; }
+
+# Figures for the logs and the comparisons with fio.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }  # A/B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { exit !(b > 0 && a / b >= 1 - p / 100 && a / b <= 1 + p / 100) }'; }  # A B PCT: |A/B - 1| <= PCT %
+ms() { awk -v s="$1" -v d="${2:-3}" 'BEGIN { printf "%." d "f", s * 1000 }'; }  # SECONDS [DECIMALS]: milliseconds
 
 # The value of the first sample matching an anchored extended regex on stdin.
 metric() { awk -v re="^$1 " '!found && $0 ~ re { print $NF; found = 1 } END { if (!found) print "" }'; }

@@ -2,29 +2,26 @@
 # The real binary on each Raspberry Pi fixture root (tests/fixtures/roots/<name>): every collector
 # succeeds, promtool check metrics is clean, and with an unreadable debugfs mmc_ios fails alone with
 # one log line. Usage: pi_roots_e2e.sh <path to diskprobe_exporter>
-set -u
 EXPORTER=$(realpath "$1")
-ROOTS=$(realpath "$(dirname "$0")/../fixtures/roots")
+SRC=$(realpath "$(dirname "$0")/../..")
+source "$SRC/tests/e2e/lib.sh"
+set +e   # the checks below read exit codes (grep) themselves
+ROOTS=$SRC/tests/fixtures/roots
 command -v promtool >/dev/null || { echo "missing promtool: run scripts/install-deps.sh test" >&2; exit 1; }
-WORK=$(mktemp -d); PID=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+WORK=$E2E_WORK
 
 scrape_root() {  # name debugfs -> $WORK/<name>.prom, $WORK/<name>.log
-  local r=$ROOTS/$1 addr=
+  local r=$ROOTS/$1 addr pid
   # mounts and kmsg have their own root (tests/fixtures/roots/faults, faults_e2e.sh): these roots
   # have no mountinfo, and the host's /dev/kmsg is no part of them.
   "$EXPORTER" --web.listen-address=127.0.0.1:0 --no-collector.probes --no-collector.mounts --no-collector.kmsg \
     --path.sysfs="$r/sys" \
-    --path.procfs="$r/proc" --path.rootfs="$r" --path.debugfs="$2" 2>"$WORK/$1.log" & PID=$!
-  for _ in $(seq 1 100); do
-    addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$WORK/$1.log")
-    [ -n "$addr" ] && break; sleep 0.05
-  done
+    --path.procfs="$r/proc" --path.rootfs="$r" --path.debugfs="$2" 2>"$WORK/$1.log" &
+  pid=$!
+  E2E_PIDS+=("$pid")
+  addr=$(listen_address "$WORK/$1.log" "$pid")
   curl -sf "http://$addr/metrics" >"$WORK/$1.prom" && curl -sf -o /dev/null "http://$addr/metrics"
-  kill "$PID"; wait "$PID" 2>/dev/null; PID=
+  kill "$pid"; wait "$pid" 2>/dev/null
 }
 
 for name in pi3bplus pi4 cm4; do
@@ -46,4 +43,4 @@ n=$(grep -c 'collector=mmc_ios' "$WORK/pi4.log")
 out=$(promtool check metrics <"$WORK/pi4.prom" 2>&1)
 [ -z "$out" ] && ok "unreadable debugfs: promtool clean" || fail "unreadable debugfs: promtool: $out"
 
-[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+[ "$FAILURES" = 0 ] || { echo "$FAILURES failure(s)"; exit 1; }
