@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "app/signals.h"
+#include "collectors/registry.h"
 #include "config/config.h"
 #include "http/auth.h"
 #include "http/routes.h"
@@ -22,6 +23,7 @@
 #include "probes/probe_manager.h"
 #include "scrape/scraper.h"
 #include "sources/device_registry.h"
+#include "sources/kmsg_follower.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -165,20 +167,17 @@ int Run(const Flags& flags) {
   devices.Start();
 
   const auto& all = collectors::AllCollectors();
-  std::vector<std::unique_ptr<collectors::Collector>> active;
+  std::vector<const collectors::CollectorInfo*> chosen;
   std::string active_names;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (!flags.collectors[i]) continue;
-    active.push_back(all[i].make());
-    active.back()->Start(paths);
+    chosen.push_back(&all[i]);
     active_names += (active_names.empty() ? "" : ",") + all[i].name;
   }
   log::Info("collectors enabled", {{"collectors", active_names}});
-  // --no-collector.probes stops the probes' I/O too, not only their series: with the collector
-  // off nobody would see the results of the I/O they do.
-  bool probes_enabled = false;
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].name == "probes" && flags.collectors[i]) probes_enabled = true;
+  // A background source runs only when an enabled collector exports it: --no-collector.probes
+  // stops the probes' I/O too, not only their series (nobody would see the results).
+  const bool probes_enabled = collectors::Needs(chosen, collectors::Source::kProbes);
   auto probe_config = [&](std::shared_ptr<const config::Config> c) -> std::shared_ptr<const config::Config> {
     if (probes_enabled || !c->probes.enabled) return c;
     auto copy = std::make_shared<config::Config>(*c);
@@ -188,7 +187,12 @@ int Run(const Flags& flags) {
   if (!probes_enabled && cfg->probes.enabled) log::Info("probes not run: the probes collector is disabled");
   ProbeManager probes(paths.sysfs, flags.devfs, &devices);
   probes.Start(probe_config(cfg));
-  Scraper scraper(paths, &devices, std::move(active), &probes);
+  std::unique_ptr<KmsgFollower> kmsg;
+  if (collectors::Needs(chosen, collectors::Source::kKmsg)) {
+    kmsg = std::make_unique<KmsgFollower>(paths.kmsg, paths.sysfs);
+    kmsg->Start();  // a failure shows at the first scrape (the kmsg collector fails with the reason)
+  }
+  Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get()}));
   scraper.SetReloadResult(true, UnixNow());
 
   std::atomic<bool> ready{false};

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "scrape/collector.h"
+#include "collectors/registry.h"
 
 namespace diskprobe::app {
 

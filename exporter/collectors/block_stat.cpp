@@ -100,18 +100,7 @@ std::optional<double> OptU(const std::optional<unsigned long long>& v, double sc
 
 }  // namespace
 
-bool BlockStatCollector::Collect(const ScrapeContext& ctx, Families* out) {
-  FamiliesSink sink(out);
-  return CollectTo(ctx, sink);
-}
-
-bool BlockStatCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
-                                         std::string* /*tail*/) {
-  TextSink sink(text);
-  return CollectTo(ctx, sink);
-}
-
-bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
+CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
   std::vector<DeviceData> data;
   data.reserve(ctx.devices.size());
   // No device list at all (a wrong --path.sysfs, sysfs not mounted) is a failure, not "no disks".
@@ -218,8 +207,7 @@ bool BlockStatCollector::CollectTo(const ScrapeContext& ctx, FamilySink& out) {
                 {"vendor", d.facts->vendor}},
                1);
   }
-  errors_.Set(failure);
-  return failure.empty();
+  return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));
 }
 
 }  // namespace diskprobe::collectors

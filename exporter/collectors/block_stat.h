@@ -25,10 +25,7 @@ class BlockStatCollector : public Collector {
  public:
   static constexpr std::chrono::seconds kFactsMaxAge{60};
 
-  std::string_view Name() const override { return "block_stat"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
-  // Writes the families straight into *text.
-  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
   // Slowly changing facts of one device, read from sysfs (absent attribute: nullopt / "").
   struct Facts {
@@ -40,9 +37,6 @@ class BlockStatCollector : public Collector {
   };
 
  private:
-  bool CollectTo(const ScrapeContext& ctx, FamilySink& out);
-
-  ErrorState errors_{"block_stat"};
   std::unordered_map<std::string, Facts> facts_;  // by device name; scrapes are serialised
   util::SysfsAttributes files_;                   // stat, size and ro, kept open
 };

@@ -35,27 +35,28 @@ std::string FindHwmonAlarm(const std::string& sysfs) {
   return {};
 }
 
-void Flag(Families* out, const char* name, const char* help, bool v) {
-  AddSample(AddFamily(out, name, help, MetricType::Gauge), {}, v ? 1 : 0);
+void Flag(FamilySink& out, const char* name, const char* help, bool v) {
+  out.Family(name, help, MetricType::Gauge);
+  out.Sample({}, v ? 1 : 0);
 }
 
 }  // namespace
 
-bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
+CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
   if (!model_read_) {
     model_ = sources::ReadBoardModel(ctx.paths.sysfs, ctx.paths.procfs);
     model_read_ = true;
   }
   if (model_) {
-    auto& info = AddFamily(out, "diskprobe_board_info",
-                           "Board model from the device tree; value 1. family: config.txt filter family (pi0..pi5).",
-                           MetricType::Gauge);
-    AddSample(info,
-              {{"family", std::string(parsers::to_string(model_->family))},
-               {"model", model_->model},
-               {"revision", model_->revision.value_or("")},
-               {"variant", model_->variant}},
-              1);
+    out.Family("diskprobe_board_info",
+               "Board model from the device tree; value 1. family: config.txt filter family (pi0..pi5).",
+               MetricType::Gauge);
+    const std::string revision = model_->revision.value_or("");
+    out.Sample({{"family", parsers::to_string(model_->family)},
+                {"model", model_->model},
+                {"revision", revision},
+                {"variant", model_->variant}},
+               1);
   }
 
   const auto now = std::chrono::steady_clock::now();
@@ -103,8 +104,7 @@ bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
            *v == 1);
     }
   }
-  errors_.Set(failure);
-  return failure.empty();
+  return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));
 }
 
 }  // namespace diskprobe::collectors

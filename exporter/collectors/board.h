@@ -26,11 +26,9 @@ namespace diskprobe::collectors {
 
 class BoardCollector : public Collector {
  public:
-  std::string_view Name() const override { return "board"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
  private:
-  ErrorState errors_{"board"};
   bool model_read_ = false;
   std::optional<parsers::BoardModel> model_;
   // Where the flags are read from: get_throttled, else the hwmon alarm, else nothing. Looked up

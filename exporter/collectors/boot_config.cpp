@@ -53,7 +53,7 @@ constexpr const char* kInfoKeys[] = {"avoid_pwm_pll", "core_freq",    "core_freq
 
 }  // namespace
 
-bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
+CollectResult BootConfigCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
   const bool explicit_path = !ctx.paths.bootconfig.empty();
   std::vector<std::string> candidates;
   if (explicit_path) candidates = {ctx.paths.bootconfig};
@@ -67,13 +67,10 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
   }
   if (!main) {
     stamps_.clear();
-    cached_.clear();
-    if (!explicit_path && err == ENOENT) {
-      errors_.Set("");
-      return true;  // no config.txt: not a Pi, or /boot not visible; nothing to read is not a failure
-    }
-    errors_.Set(candidates.front() + ": " + std::strerror(err));
-    return false;
+    cached_text_.clear();
+    // No config.txt: not a Pi, or /boot not visible; nothing to read is not a failure.
+    if (!explicit_path && err == ENOENT) return CollectResult::Ok();
+    return CollectResult::Failed(candidates.front() + ": " + std::strerror(err));
   }
 
   // Unchanged files: the cached result.
@@ -84,17 +81,15 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
     same = s && *s == stamps_[i];
   }
   if (same) {
-    out->insert(out->end(), cached_.begin(), cached_.end());
-    errors_.Set("");
-    return true;
+    out.Text(cached_text_);
+    return CollectResult::Ok();
   }
 
   util::FileContent text = util::ReadFile(main->path, 1 << 20);
   if (!text.ok()) {
     stamps_.clear();
-    cached_.clear();
-    errors_.Set(main->path + ": " + std::strerror(text.error));
-    return false;
+    cached_text_.clear();
+    return CollectResult::Failed(main->path + ": " + std::strerror(text.error));
   }
   if (!board_read_) {
     board_ = sources::ReadBoardModel(ctx.paths.sysfs, ctx.paths.procfs);
@@ -116,42 +111,41 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
   };
   parsers::BootConfig cfg = parsers::parse_boot_config(text.text, in);
 
-  Families fams;
-  Labels labels;
+  std::string text_out;
+  FamilySink fams(&text_out);
+  // kInfoKeys in order, with file between enable_uart and sd_cqe: labels stay sorted.
+  const std::string file = InRoot(main->path, ctx.paths.rootfs);
+  std::vector<LabelView> labels;
   for (const char* k : kInfoKeys) {
     auto it = cfg.sd_settings.find(k);
-    labels.push_back({k, it == cfg.sd_settings.end() ? "" : it->second});
-    if (std::string_view(k) == "enable_uart")
-      labels.push_back({"file", InRoot(main->path, ctx.paths.rootfs)});  // keep labels sorted
+    labels.push_back({k, it == cfg.sd_settings.end() ? std::string_view() : std::string_view(it->second)});
+    if (std::string_view(k) == "enable_uart") labels.push_back({"file", file});
   }
-  AddSample(AddFamily(&fams, "diskprobe_boot_sd_config_info",
-                      "SD-related settings in force in config.txt for this board; value 1. Empty label: not set.",
-                      MetricType::Gauge),
-            std::move(labels), 1);
-  if (cfg.sd_overclock_hz)
-    AddSample(AddFamily(&fams, "diskprobe_boot_sd_overclock_hertz",
-                        "SD clock requested by sd_overclock / sdhost overclock_50 in config.txt; a ceiling, see "
-                        "diskprobe_mmc_ios_actual_clock_hertz for what the bus runs at.",
-                        MetricType::Gauge),
-              {}, static_cast<double>(*cfg.sd_overclock_hz));
+  fams.Family("diskprobe_boot_sd_config_info",
+              "SD-related settings in force in config.txt for this board; value 1. Empty label: not set.",
+              MetricType::Gauge);
+  fams.Sample(labels, 1);
+  fams.Family("diskprobe_boot_sd_overclock_hertz",
+              "SD clock requested by sd_overclock / sdhost overclock_50 in config.txt; a ceiling, see "
+              "diskprobe_mmc_ios_actual_clock_hertz for what the bus runs at.",
+              MetricType::Gauge);
+  if (cfg.sd_overclock_hz) fams.Sample({}, static_cast<double>(*cfg.sd_overclock_hz));
+  fams.Family("diskprobe_boot_sd_overclock_honoured",
+              "1 when this board's SD host driver applies sd_overclock (bcm2835-sdhost, Pi 0-3), 0 when it "
+              "ignores it (Pi 4, Pi 5).",
+              MetricType::Gauge);
   if (board_ && board_->raspberry_pi && board_->family != parsers::BoardFamily::unknown)
-    AddSample(AddFamily(&fams, "diskprobe_boot_sd_overclock_honoured",
-                        "1 when this board's SD host driver applies sd_overclock (bcm2835-sdhost, Pi 0-3), 0 when it "
-                        "ignores it (Pi 4, Pi 5).",
-                        MetricType::Gauge),
-              {}, board_->sd_overclock_applies ? 1 : 0);
-  AddSample(AddFamily(&fams, "diskprobe_boot_config_unevaluated_sections",
-                      "Conditional sections of config.txt whose filter the exporter cannot evaluate; their settings "
-                      "are not applied.",
-                      MetricType::Gauge),
-            {}, static_cast<double>(cfg.unevaluated.size()));
+    fams.Sample({}, board_->sd_overclock_applies ? 1 : 0);
+  fams.Family("diskprobe_boot_config_unevaluated_sections",
+              "Conditional sections of config.txt whose filter the exporter cannot evaluate; their settings "
+              "are not applied.",
+              MetricType::Gauge);
+  fams.Sample({}, static_cast<double>(cfg.unevaluated.size()));
   std::map<std::string, int> kinds;
   for (const auto& d : cfg.diagnostics) ++kinds[d.kind];
-  if (!kinds.empty()) {
-    auto& f = AddFamily(&fams, "diskprobe_boot_config_problems",
-                        "Lines of config.txt (and its includes) that could not be used, by kind.", MetricType::Gauge);
-    for (const auto& [k, n] : kinds) AddSample(f, {{"kind", k}}, n);
-  }
+  fams.Family("diskprobe_boot_config_problems",
+              "Lines of config.txt (and its includes) that could not be used, by kind.", MetricType::Gauge);
+  for (const auto& [k, n] : kinds) fams.Sample({{"kind", k}}, n);
   log::Info("boot config read",
             {{"file", main->path},
              {"files", std::to_string(cfg.files.size())},
@@ -160,10 +154,9 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
              {"problems", std::to_string(cfg.diagnostics.size())}});
 
   stamps_ = std::move(stamps);
-  cached_ = fams;
-  out->insert(out->end(), std::make_move_iterator(fams.begin()), std::make_move_iterator(fams.end()));
-  errors_.Set("");
-  return true;
+  cached_text_ = std::move(text_out);
+  out.Text(cached_text_);
+  return CollectResult::Ok();
 }
 
 }  // namespace diskprobe::collectors

@@ -12,6 +12,7 @@
 // is success. A file that exists but cannot be read, or a --path.bootconfig that does not exist,
 // fails the collector (logged once).
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "scrape/collector.h"
@@ -21,8 +22,7 @@ namespace diskprobe::collectors {
 
 class BootConfigCollector : public Collector {
  public:
-  std::string_view Name() const override { return "boot_config"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
   struct FileStamp {
     std::string path;
@@ -32,11 +32,10 @@ class BootConfigCollector : public Collector {
   };
 
  private:
-  ErrorState errors_{"boot_config"};
   bool board_read_ = false;
   std::optional<parsers::BoardModel> board_;
   std::vector<FileStamp> stamps_;  // files of the cached result, config.txt first
-  Families cached_;
+  std::string cached_text_;        // their families' text
 };
 
 }  // namespace diskprobe::collectors

@@ -4,50 +4,22 @@ namespace diskprobe::collectors {
 
 using prometheus::MetricType;
 
-void KmsgCollector::Start(const Paths& paths) {
-  if (follower_) return;
-  follower_ = std::make_shared<KmsgFollower>(paths.kmsg, paths.sysfs);
-  follower_->Start();  // a failure shows at the first scrape, logged once there
-}
-
-bool KmsgCollector::Collect(const ScrapeContext& ctx, Families* out) {
-  std::optional<KmsgSnapshot> s = TakeSnapshot(ctx);
-  if (!s) return false;
-  FamiliesSink sink(out);
-  Write(*s, sink);
-  return true;
-}
-
-bool KmsgCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
-                                    std::string* /*tail*/) {
-  std::optional<KmsgSnapshot> s = TakeSnapshot(ctx);
-  if (!s) return false;
-  // The text is a function of the counts alone, which change only when a message is logged.
-  if (!cached_ || s->messages != cached_->messages || s->records != cached_->records || s->lost != cached_->lost) {
-    cached_text_.clear();
-    TextSink sink(&cached_text_);
-    Write(*s, sink);
-    cached_ = std::move(s);
-  }
-  *text += cached_text_;
-  return true;
-}
-
-std::optional<KmsgSnapshot> KmsgCollector::TakeSnapshot(const ScrapeContext& ctx) {
-  if (!follower_) {
-    errors_.Set("the kernel log follower was not started");
-    return std::nullopt;
-  }
+CollectResult KmsgCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
+  if (follower_ == nullptr) return CollectResult::Failed("the kernel log follower was not started");
   std::vector<std::string> disks;
   disks.reserve(ctx.devices.size());
   for (const Device& d : ctx.devices) disks.push_back(d.name);
   KmsgSnapshot s = follower_->Snapshot(disks);
-  if (!s.error.empty()) {
-    errors_.Set(s.error);
-    return std::nullopt;
+  if (!s.error.empty()) return CollectResult::Failed(std::move(s.error));
+  // The text is a function of the counts alone, which change only when a message is logged.
+  if (!cached_ || s.messages != cached_->messages || s.records != cached_->records || s.lost != cached_->lost) {
+    cached_text_.clear();
+    FamilySink cache(&cached_text_);
+    Write(s, cache);
+    cached_ = std::move(s);
   }
-  errors_.Set("");
-  return s;
+  out.Text(cached_text_);
+  return CollectResult::Ok();
 }
 
 void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {

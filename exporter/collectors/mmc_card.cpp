@@ -127,19 +127,17 @@ struct Row {
 };
 
 template <typename Get>
-void Family(Families* out, const std::vector<Row>& rows, const char* name, const char* help, Get get) {
-  prometheus::MetricFamily* f = nullptr;
+void Family(FamilySink& out, const std::vector<Row>& rows, const char* name, const char* help, Get get) {
+  out.Family(name, help, MetricType::Gauge);
   for (const auto& r : rows) {
     std::optional<double> v = get(*r.card);
-    if (!v) continue;
-    if (f == nullptr) f = &AddFamily(out, name, help, MetricType::Gauge);
-    AddSample(*f, {{"device", *r.device}}, *v);
+    if (v) out.Sample({{"device", *r.device}}, *v);
   }
 }
 
 }  // namespace
 
-bool MmcCardCollector::Collect(const ScrapeContext& ctx, Families* out) {
+CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
   std::string failure;
   std::vector<Row> rows;
   const auto now = std::chrono::steady_clock::now();
@@ -179,44 +177,41 @@ bool MmcCardCollector::Collect(const ScrapeContext& ctx, Families* out) {
     rows.push_back({&dev.name, &st.card, st.swaps, &st.rejected_total});
   }
 
-  if (!rows.empty()) {
-    auto& info = AddFamily(out, "diskprobe_mmc_card_info",
-                           "Identity of the SD card or eMMC from its CID (and SCR for sd_spec); value 1. Empty label: "
-                           "not known or register rejected.",
-                           MetricType::Gauge);
-    for (const auto& r : rows) {
-      const Card& c = *r.card;
-      std::string date, maker, manfid, name, oemid, revision, serial, spec;
-      if (c.cid) {
-        const p::Cid& id = *c.cid;
-        const p::CardLayout layout = id.layout;
-        if (id.date_valid()) {
-          char buf[16];
-          std::snprintf(buf, sizeof buf, "%04u-%02u", id.year, id.month);
-          date = buf;
-        }
-        if (auto m = p::lookup_manufacturer(layout, id.manfid)) maker = std::string(m->name);
-        manfid = Hex(id.manfid, 2);
-        name = CleanName(id.name);
-        oemid = !id.oemid_text.empty() ? id.oemid_text : Hex(id.oemid, layout == p::CardLayout::sd ? 4 : 2);
-        revision = std::to_string(id.prv_major) + "." + std::to_string(id.prv_minor);
-        serial = Hex(id.serial, 8);
+  out.Family("diskprobe_mmc_card_info",
+             "Identity of the SD card or eMMC from its CID (and SCR for sd_spec); value 1. Empty label: "
+             "not known or register rejected.",
+             MetricType::Gauge);
+  for (const auto& r : rows) {
+    const Card& c = *r.card;
+    std::string date, maker, manfid, name, oemid, revision, serial, spec;
+    if (c.cid) {
+      const p::Cid& id = *c.cid;
+      const p::CardLayout layout = id.layout;
+      if (id.date_valid()) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%04u-%02u", id.year, id.month);
+        date = buf;
       }
-      if (c.scr && c.scr->spec_version) spec = *c.scr->spec_version;
-      AddSample(info,
-                {{"date", date},
-                 {"device", *r.device},
-                 {"fwrev", c.fwrev},
-                 {"maker", maker},
-                 {"manfid", manfid},
-                 {"name", name},
-                 {"oemid", oemid},
-                 {"revision", revision},
-                 {"sd_spec", spec},
-                 {"serial", serial},
-                 {"type", c.type}},
-                1);
+      if (auto m = p::lookup_manufacturer(layout, id.manfid)) maker = std::string(m->name);
+      manfid = Hex(id.manfid, 2);
+      name = CleanName(id.name);
+      oemid = !id.oemid_text.empty() ? id.oemid_text : Hex(id.oemid, layout == p::CardLayout::sd ? 4 : 2);
+      revision = std::to_string(id.prv_major) + "." + std::to_string(id.prv_minor);
+      serial = Hex(id.serial, 8);
     }
+    if (c.scr && c.scr->spec_version) spec = *c.scr->spec_version;
+    out.Sample({{"date", date},
+                {"device", *r.device},
+                {"fwrev", c.fwrev},
+                {"maker", maker},
+                {"manfid", manfid},
+                {"name", name},
+                {"oemid", oemid},
+                {"revision", revision},
+                {"sd_spec", spec},
+                {"serial", serial},
+                {"type", c.type}},
+               1);
   }
   Family(out, rows, "diskprobe_mmc_card_capacity_bytes",
          "Capacity from the CSD register, equal to the block device size (absent for eMMC above 2 GiB: EXT_CSD).",
@@ -250,20 +245,14 @@ bool MmcCardCollector::Collect(const ScrapeContext& ctx, Families* out) {
          [](const Card& c) -> std::optional<double> {
            return c.ssr ? std::optional<double>(c.ssr->app_perf_class) : std::nullopt;
          });
-  {
-    prometheus::MetricFamily* f = nullptr;
-    for (const auto& r : rows) {
-      if (!r.card->life_time) continue;
-      for (const auto& [type, est] : {std::pair{"A", r.card->life_time->type_a}, std::pair{"B", r.card->life_time->type_b}}) {
-        if (est.state == p::LifeTimeEstimate::State::not_defined) continue;
-        if (f == nullptr)
-          f = &AddFamily(out, "diskprobe_mmc_card_life_time_estimate",
-                         "eMMC life used, JEDEC code: 1 = 0-10 %, 2 = 10-20 % ... 10 = 90-100 %, 11 = exceeded "
-                         "(DEVICE_LIFE_TIME_EST_TYP_A/B).",
-                         MetricType::Gauge);
-        AddSample(*f, {{"device", *r.device}, {"type", type}}, est.raw);
-      }
-    }
+  out.Family("diskprobe_mmc_card_life_time_estimate",
+             "eMMC life used, JEDEC code: 1 = 0-10 %, 2 = 10-20 % ... 10 = 90-100 %, 11 = exceeded "
+             "(DEVICE_LIFE_TIME_EST_TYP_A/B).",
+             MetricType::Gauge);
+  for (const auto& r : rows) {
+    if (!r.card->life_time) continue;
+    for (const auto& [type, est] : {std::pair{"A", r.card->life_time->type_a}, std::pair{"B", r.card->life_time->type_b}})
+      if (est.state != p::LifeTimeEstimate::State::not_defined) out.Sample({{"device", *r.device}, {"type", type}}, est.raw);
   }
   Family(out, rows, "diskprobe_mmc_card_pre_eol_info",
          "eMMC reserved blocks consumed: 1 normal, 2 warning (80 %), 3 urgent (90 %) (PRE_EOL_INFO).",
@@ -271,19 +260,15 @@ bool MmcCardCollector::Collect(const ScrapeContext& ctx, Families* out) {
            if (!c.pre_eol || c.pre_eol->state == p::PreEolInfo::not_defined) return std::nullopt;
            return static_cast<double>(c.pre_eol->raw);
          });
-  if (!rows.empty()) {
-    auto& rej = AddFamily(out, "diskprobe_mmc_card_register_rejected_total",
-                          "Card registers found implausible and not reported, counted once per card read.",
-                          MetricType::Counter);
-    for (const auto& r : rows)
-      for (const auto& [reg, n] : *r.rejected_total) AddSample(rej, {{"device", *r.device}, {"register", reg}}, n);
-    auto& sw = AddFamily(out, "diskprobe_mmc_card_swaps_total",
-                         "Times another card (a different CID) appeared on this device while the exporter ran.",
-                         MetricType::Counter);
-    for (const auto& r : rows) AddSample(sw, {{"device", *r.device}}, r.swaps);
-  }
-  errors_.Set(failure);
-  return failure.empty();
+  out.Family("diskprobe_mmc_card_register_rejected_total",
+             "Card registers found implausible and not reported, counted once per card read.", MetricType::Counter);
+  for (const auto& r : rows)
+    for (const auto& [reg, n] : *r.rejected_total) out.Sample({{"device", *r.device}, {"register", reg}}, n);
+  out.Family("diskprobe_mmc_card_swaps_total",
+             "Times another card (a different CID) appeared on this device while the exporter ran.",
+             MetricType::Counter);
+  for (const auto& r : rows) out.Sample({{"device", *r.device}}, r.swaps);
+  return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));
 }
 
 }  // namespace diskprobe::collectors

@@ -26,8 +26,7 @@ class MmcCardCollector : public Collector {
  public:
   static constexpr std::chrono::seconds kFactsMaxAge{300};
 
-  std::string_view Name() const override { return "mmc_card"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
   struct Card {
     std::string cid_raw;  // trimmed sysfs cid: the cache key
@@ -51,7 +50,6 @@ class MmcCardCollector : public Collector {
     double swaps = 0;
     std::map<std::string, double> rejected_total;  // by register
   };
-  ErrorState errors_{"mmc_card"};
   std::map<std::string, DeviceState> devices_;  // kept when a device vanishes, to see a swap
 };
 

@@ -19,13 +19,11 @@ struct HostData {
 };
 
 template <typename Get>
-void Family(Families* out, const std::vector<HostData>& data, const char* name, const char* help, Get get) {
-  prometheus::MetricFamily* f = nullptr;
+void Family(FamilySink& out, const std::vector<HostData>& data, const char* name, const char* help, Get get) {
+  out.Family(name, help, MetricType::Gauge);
   for (const auto& d : data) {
     std::optional<double> v = get(d.ios);
-    if (!v) continue;
-    if (f == nullptr) f = &AddFamily(out, name, help, MetricType::Gauge);
-    AddSample(*f, {{"device", d.host.device}, {"host", d.host.host}}, *v);
+    if (v) out.Sample({{"device", d.host.device}, {"host", d.host.host}}, *v);
   }
 }
 
@@ -64,12 +62,9 @@ std::vector<MmcHost> ListMmcHosts(const std::string& sysfs) {
   return out;
 }
 
-bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
+CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
   std::vector<MmcHost> hosts = ListMmcHosts(ctx.paths.sysfs);
-  if (hosts.empty()) {
-    errors_.Set("");
-    return true;  // not an SD/eMMC machine: nothing to read is not a failure
-  }
+  if (hosts.empty()) return CollectResult::Ok();  // not an SD/eMMC machine: nothing to read is not a failure
   std::string failure;
   std::vector<HostData> data;
   std::vector<std::pair<MmcHost, const std::string*>> all;
@@ -94,11 +89,10 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
     data.push_back({h, &it->second, *ios});
   }
 
-  auto& info = AddFamily(out, "diskprobe_mmc_host_info",
-                         "An mmc host, the block device of its card (empty: SDIO or no card) and its driver; value 1.",
-                         MetricType::Gauge);
-  for (const auto& [h, driver] : all)
-    AddSample(info, {{"device", h.device}, {"driver", *driver}, {"host", h.host}}, 1);
+  out.Family("diskprobe_mmc_host_info",
+             "An mmc host, the block device of its card (empty: SDIO or no card) and its driver; value 1.",
+             MetricType::Gauge);
+  for (const auto& [h, driver] : all) out.Sample({{"device", h.device}, {"driver", *driver}, {"host", h.host}}, 1);
 
   Family(out, data, "diskprobe_mmc_ios_clock_hertz",
          "Bus clock the mmc core requested (debugfs ios 'clock'); 0 when the card is powered off or runtime-suspended.",
@@ -116,19 +110,16 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
   Family(out, data, "diskprobe_mmc_ios_vdd_volts",
          "Lower bound of the card supply voltage window selected (debugfs ios 'vdd'); absent when invalid (off).",
          [](const parsers::MmcIos& i) { return D(i.vdd_min_volts); });
-  prometheus::MetricFamily* timing = nullptr;
+  out.Family("diskprobe_mmc_ios_timing_spec",
+             "Bus timing: the kernel's MMC_TIMING_* code, its name in the timing label (debugfs ios 'timing spec').",
+             MetricType::Gauge);
   for (const auto& d : data) {
     if (!d.ios.timing_code) continue;
-    if (timing == nullptr)
-      timing = &AddFamily(out, "diskprobe_mmc_ios_timing_spec",
-                          "Bus timing: the kernel's MMC_TIMING_* code, its name in the timing label (debugfs ios 'timing spec').",
-                          MetricType::Gauge);
     std::string name = d.ios.timing_name ? *d.ios.timing_name
                                          : std::string(parsers::mmc_timing_name(*d.ios.timing_code).value_or(""));
-    AddSample(*timing, {{"device", d.host.device}, {"host", d.host.host}, {"timing", name}}, *d.ios.timing_code);
+    out.Sample({{"device", d.host.device}, {"host", d.host.host}, {"timing", name}}, *d.ios.timing_code);
   }
-  errors_.Set(failure);
-  return failure.empty();
+  return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));
 }
 
 }  // namespace diskprobe::collectors

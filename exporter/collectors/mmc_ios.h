@@ -21,11 +21,9 @@ namespace diskprobe::collectors {
 
 class MmcIosCollector : public Collector {
  public:
-  std::string_view Name() const override { return "mmc_ios"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
  private:
-  ErrorState errors_{"mmc_ios"};
   std::map<std::string, std::string> drivers_;  // host -> driver name ("" when unknown)
 };
 

@@ -111,33 +111,24 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
   return true;
 }
 
-bool MountsCollector::Collect(const ScrapeContext& ctx, Families* out) {
-  if (!Refresh(ctx)) return false;
-  FamiliesSink sink(out);
-  Write(ReadExt4(ctx), sink);
-  errors_.Set("");
-  return true;
-}
-
-bool MountsCollector::CollectWithText(const ScrapeContext& ctx, Families* /*out*/, std::string* text,
-                                      std::string* /*tail*/) {
-  if (!Refresh(ctx)) return false;
+CollectResult MountsCollector::Collect(const ScrapeContext& ctx, FamilySink& out) {
+  std::string error;
+  if (!Refresh(ctx, &error)) return CollectResult::Failed(std::move(error));
   std::vector<Ext4Files> ext4 = ReadExt4(ctx);
   // The text is a function of the mount table, the partition map and the ext4 attributes' text:
   // written anew when one of them changed, copied otherwise.
   if (text_version_ != version_ || ext4 != text_ext4_) {
     text_.clear();
-    TextSink sink(&text_);
-    Write(ext4, sink);
+    FamilySink cache(&text_);
+    Write(ext4, cache);
     text_version_ = version_;
     text_ext4_ = std::move(ext4);
   }
-  *text += text_;
-  errors_.Set("");
-  return true;
+  out.Text(text_);
+  return CollectResult::Ok();
 }
 
-bool MountsCollector::Refresh(const ScrapeContext& ctx) {
+bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
   const auto now = std::chrono::steady_clock::now();
   if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
     PartitionMap map = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
@@ -147,11 +138,7 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx) {
     map_built_ = now;
   }
 
-  std::string error;
-  if (!RefreshMounts(ctx, &error)) {
-    errors_.Set(error);
-    return false;
-  }
+  if (!RefreshMounts(ctx, error)) return false;
   if (derived_version_ == version_) return true;
 
   // One series per (device, partition, mountpoint, fstype); when a mount point is mounted over,

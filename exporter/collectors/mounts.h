@@ -53,11 +53,9 @@ class MountsCollector : public Collector {
   MountsCollector& operator=(const MountsCollector&) = delete;
   static constexpr std::chrono::seconds kPartitionMapMaxAge{60};
 
-  std::string_view Name() const override { return "mounts"; }
-  bool Collect(const ScrapeContext& ctx, Families* out) override;
-  // Writes the families as text into *text; the text is kept and written again for as long as
-  // the mount table, the partition map and the ext4 attributes (read every scrape) stay the same.
-  bool CollectWithText(const ScrapeContext& ctx, Families* out, std::string* text, std::string* tail) override;
+  // The text is kept and written again for as long as the mount table, the partition map and
+  // the ext4 attributes (read every scrape) stay the same.
+  CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override;
 
  private:
   // The ext4 attributes of one filesystem as read: file name -> text.
@@ -66,9 +64,9 @@ class MountsCollector : public Collector {
     std::map<std::string, std::string, std::less<>> files;
     bool operator==(const Ext4Files&) const = default;
   };
-  // Brings map_, mounts_ and what is derived from them (fs_, ext4_) up to date; false when
-  // mountinfo cannot be read (reason logged once).
-  bool Refresh(const ScrapeContext& ctx);
+  // Brings map_, mounts_ and what is derived from them (fs_, ext4_) up to date; false with
+  // *error when mountinfo cannot be read.
+  bool Refresh(const ScrapeContext& ctx, std::string* error);
   std::vector<Ext4Files> ReadExt4(const ScrapeContext& ctx);
   void Write(const std::vector<Ext4Files>& ext4, FamilySink& out) const;
   // Reads mountinfo into mounts_ only when it changed: procfs signals a change of the mount table
@@ -79,7 +77,6 @@ class MountsCollector : public Collector {
   // Returns false with *error when neither mountinfo can be read.
   bool RefreshMounts(const ScrapeContext& ctx, std::string* error);
 
-  ErrorState errors_{"mounts"};
   int fd_ = -1;               // open mountinfo (kept for poll), -1 before the first scrape
   std::string fd_procfs_;     // the procfs root fd_ was opened under
   bool fd_on_procfs_ = false;

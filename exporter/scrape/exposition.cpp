@@ -6,7 +6,6 @@
 namespace diskprobe {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricType;
 
 void AppendHelp(std::string_view s, std::string* out) {
@@ -73,26 +72,20 @@ void AppendLabelValue(std::string_view s, std::string* out) {
   }
 }
 
-std::string_view LabelName(const ClientMetric::Label& l) { return l.name; }
-std::string_view LabelValue(const ClientMetric::Label& l) { return l.value; }
-std::string_view LabelName(const LabelView& l) { return l.name; }
-std::string_view LabelValue(const LabelView& l) { return l.value; }
-
 // name{l1="v1",...[,extra_name="extra_value"]} value\n
-template <typename LabelRange>
-void AppendSampleLine(std::string_view name, std::string_view suffix, const LabelRange& labels, const char* extra_name,
-                      double extra_value, double value, std::string* out) {
+void AppendSampleLine(std::string_view name, std::string_view suffix, std::span<const LabelView> labels,
+                      const char* extra_name, double extra_value, double value, std::string* out) {
   out->append(name);
   out->append(suffix);
-  if (labels.size() != 0 || extra_name != nullptr) {
+  if (!labels.empty() || extra_name != nullptr) {
     *out += '{';
     bool first = true;
     for (const auto& l : labels) {
       if (!first) *out += ',';
       first = false;
-      out->append(LabelName(l));
+      out->append(l.name);
       out->append("=\"", 2);
-      AppendLabelValue(LabelValue(l), out);
+      AppendLabelValue(l.value, out);
       *out += '"';
     }
     if (extra_name != nullptr) {
@@ -109,19 +102,15 @@ void AppendSampleLine(std::string_view name, std::string_view suffix, const Labe
   *out += '\n';
 }
 
-void AppendMetricSample(std::string_view name, std::string_view suffix, const std::vector<ClientMetric::Label>& labels,
-                        const char* extra_name, double extra_value, double value, std::string* out) {
-  AppendSampleLine(name, suffix, labels, extra_name, extra_value, value, out);
-}
-
 const char* TypeName(MetricType t) {
   switch (t) {
     case MetricType::Counter: return "counter";
     case MetricType::Gauge: return "gauge";
     case MetricType::Histogram: return "histogram";
     case MetricType::Summary: return "summary";
-    default: return "untyped";
+    case MetricType::Untyped: return "untyped";
   }
+  return "untyped";
 }
 
 }  // namespace
@@ -145,54 +134,54 @@ void AppendValue(double v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
-void AppendFamilyHeader(std::string_view name, std::string_view help, MetricType type, std::string* out) {
-  out->append("# HELP ", 7);
-  out->append(name);
-  *out += ' ';
-  AppendHelp(help, out);
-  out->append("\n# TYPE ", 8);
-  out->append(name);
-  *out += ' ';
-  out->append(TypeName(type));
-  *out += '\n';
+void FamilySink::Family(std::string_view name, std::string_view help, MetricType type) {
+  name_ = name;
+  help_ = help;
+  type_ = type;
+  header_written_ = false;
 }
 
-void AppendSample(std::string_view name, std::initializer_list<LabelView> labels, double value, std::string* out) {
-  AppendSampleLine(name, "", labels, nullptr, 0, value, out);
+void FamilySink::Header() {
+  if (header_written_) return;
+  out_->append("# HELP ", 7);
+  out_->append(name_);
+  *out_ += ' ';
+  AppendHelp(help_, out_);
+  out_->append("\n# TYPE ", 8);
+  out_->append(name_);
+  *out_ += ' ';
+  out_->append(TypeName(type_));
+  *out_ += '\n';
+  header_written_ = true;
 }
 
-void WriteExposition(const FamilyList& families, std::string* out) {
-  for (const auto& f : families) {
-    if (f.metric.empty()) continue;
-    AppendFamilyHeader(f.name, f.help, f.type, out);
-    for (const auto& m : f.metric) {
-      switch (f.type) {
-        case MetricType::Counter: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.counter.value, out); break;
-        case MetricType::Gauge: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.gauge.value, out); break;
-        case MetricType::Histogram: {
-          const auto& h = m.histogram;
-          bool has_inf = false;
-          for (const auto& b : h.bucket) {
-            has_inf = has_inf || std::isinf(b.upper_bound);
-            AppendMetricSample(f.name, "_bucket", m.label, "le", b.upper_bound, static_cast<double>(b.cumulative_count), out);
-          }
-          if (!has_inf)
-            AppendMetricSample(f.name, "_bucket", m.label, "le", INFINITY, static_cast<double>(h.sample_count), out);
-          AppendMetricSample(f.name, "_sum", m.label, nullptr, 0, h.sample_sum, out);
-          AppendMetricSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(h.sample_count), out);
-          break;
-        }
-        case MetricType::Summary: {
-          const auto& s = m.summary;
-          for (const auto& q : s.quantile) AppendMetricSample(f.name, "", m.label, "quantile", q.quantile, q.value, out);
-          AppendMetricSample(f.name, "_sum", m.label, nullptr, 0, s.sample_sum, out);
-          AppendMetricSample(f.name, "_count", m.label, nullptr, 0, static_cast<double>(s.sample_count), out);
-          break;
-        }
-        default: AppendMetricSample(f.name, "", m.label, nullptr, 0, m.untyped.value, out); break;
-      }
-    }
+void FamilySink::Sample(std::initializer_list<LabelView> labels, double value) {
+  Sample(std::span<const LabelView>(labels.begin(), labels.size()), value);
+}
+
+void FamilySink::Sample(std::span<const LabelView> labels, double value) {
+  Header();
+  AppendSampleLine(name_, "", labels, nullptr, 0, value, out_);
+}
+
+void FamilySink::Histogram(std::initializer_list<LabelView> labels, std::span<const double> le,
+                           std::span<const std::uint64_t> cumulative, double sum, std::uint64_t count) {
+  Header();
+  const std::span<const LabelView> l(labels.begin(), labels.size());
+  bool has_inf = false;
+  for (std::size_t i = 0; i < le.size(); ++i) {
+    has_inf = has_inf || std::isinf(le[i]);
+    const double n = i < cumulative.size() ? static_cast<double>(cumulative[i]) : static_cast<double>(count);
+    AppendSampleLine(name_, "_bucket", l, "le", le[i], n, out_);
   }
+  if (!has_inf) AppendSampleLine(name_, "_bucket", l, "le", INFINITY, static_cast<double>(count), out_);
+  AppendSampleLine(name_, "_sum", l, nullptr, 0, sum, out_);
+  AppendSampleLine(name_, "_count", l, nullptr, 0, static_cast<double>(count), out_);
+}
+
+void FamilySink::Text(std::string_view exposition) {
+  header_written_ = true;  // the current family ends here, written or not
+  out_->append(exposition);
 }
 
 }  // namespace diskprobe

@@ -1,5 +1,5 @@
 #pragma once
-// Prometheus text exposition format 0.0.4 writer for prometheus-cpp's MetricFamily.
+// Prometheus text exposition format 0.0.4 writer.
 //
 // Source of truth: https://prometheus.io/docs/instrumenting/exposition_formats/ (text format).
 // Why not prometheus::TextSerializer: it formats through std::ostream and printf("%.*g"), which
@@ -7,36 +7,57 @@
 // (prometheus-cpp 1.0.1). This writer appends to one string, formats numbers with
 // std::to_chars (shortest text that reads back to the same double; integers below 2^53 as
 // integers), and escapes HELP (\\ and \n) and label values (\\, \" and \n) as the format requires.
-#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
 
-#include <deque>
+#include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace diskprobe {
 
-// A deque, not a vector: collectors hold references to several families while appending more,
-// and a deque's push_back never moves existing elements.
-using FamilyList = std::deque<prometheus::MetricFamily>;
-
-// Appends the exposition of `families` to *out, in order. Families without samples are skipped
-// (no lone HELP/TYPE lines). Counter, gauge, untyped and histogram are supported; a histogram
-// whose last bucket is not +Inf gets one with the sample count.
-void WriteExposition(const FamilyList& families, std::string* out);
-
-// A label as a pair of views, for writing samples without building prometheus::ClientMetric.
+// A label as a pair of views, for writing samples without building label vectors.
 struct LabelView {
   std::string_view name, value;
 };
 
-// Appends the two header lines of a family: "# HELP name help" (help escaped) and
-// "# TYPE name type". WriteExposition writes its families with this and AppendSample, so text
-// written with them directly is the same as that of the equivalent family.
-void AppendFamilyHeader(std::string_view name, std::string_view help, prometheus::MetricType type, std::string* out);
+// Writes metric families as exposition text, appended to one string: the only way collectors
+// and the scraper produce output, so a page is written once, in order, without building an
+// intermediate tree. A family's HELP/TYPE lines are written at its first sample, so a family
+// without samples leaves no lone header lines (its absence is the "absent, not 0" rule).
+// Label names and metric names are not checked (they are literals in the collectors); label
+// values are escaped and made valid UTF-8; HELP is escaped.
+class FamilySink {
+ public:
+  explicit FamilySink(std::string* out) : out_(out) {}
 
-// Appends one sample line "name{l1="v1",...} value" (label values escaped and made valid UTF-8).
-void AppendSample(std::string_view name, std::initializer_list<LabelView> labels, double value, std::string* out);
+  // Starts a family of counters, gauges or histograms. name and help must stay valid until the
+  // next Family or Text call.
+  void Family(std::string_view name, std::string_view help, prometheus::MetricType type);
+  // One counter, gauge or untyped sample of the current family: name{labels} value.
+  void Sample(std::initializer_list<LabelView> labels, double value);
+  // The same with labels built at run time.
+  void Sample(std::span<const LabelView> labels, double value);
+  // One histogram of the current family: a _bucket line per upper bound in `le` (ascending,
+  // seconds or whatever the family's unit is) with the cumulative count of the same index
+  // (`cumulative` has le.size() entries), then le="+Inf" with `count` unless the last bound is
+  // +Inf already, then _sum and _count. `count` may exceed the last cumulative count: operations
+  // beyond the last finite bound are only in +Inf.
+  void Histogram(std::initializer_list<LabelView> labels, std::span<const double> le,
+                 std::span<const std::uint64_t> cumulative, double sum, std::uint64_t count);
+  // Appends exposition text written by another FamilySink (a collector's cache of families that
+  // did not change since the last scrape). Ends the current family.
+  void Text(std::string_view exposition);
+
+ private:
+  void Header();
+
+  std::string* out_;
+  std::string_view name_, help_;
+  prometheus::MetricType type_ = prometheus::MetricType::Untyped;
+  bool header_written_ = true;  // no family started yet
+};
 
 // Appends a sample value as the text format writes it: "+Inf", "-Inf", "NaN", an integer, or
 // the shortest round-trip decimal/exponent form.

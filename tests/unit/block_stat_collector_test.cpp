@@ -10,19 +10,14 @@
 
 #include "config/config.h"
 #include "sources/device_registry.h"
-#include "scrape/exposition.h"
+#include "collect_util.h"
 #include "test_util.h"
 
 namespace diskprobe::collectors {
 namespace {
 
+using testing::Collect;
 using testing::Fixture;
-
-std::string Render(const Families& f) {
-  std::string out;
-  WriteExposition(f, &out);
-  return out;
-}
 
 std::vector<std::string> Names(const DeviceList& l) {
   std::vector<std::string> out;
@@ -67,16 +62,11 @@ TEST(BlockStatCollector, GoldenOnFixture) {
   paths.procfs = Fixture("proc");
   paths.rootfs = Fixture("root");
   BlockStatCollector c;
-  Families out;
-  EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
-  testing::ExpectGolden("block_stat.prom", Render(out));
-  // A scrape writes the same families as text directly (FamilySink).
-  std::string text, tail;
-  Families none;
-  EXPECT_TRUE(c.CollectWithText(ScrapeContext{paths, devices}, &none, &text, &tail));
-  EXPECT_TRUE(none.empty());
-  EXPECT_EQ(tail, "");
-  testing::ExpectGolden("block_stat.prom", text);
+  auto first = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_TRUE(first.ok()) << first.result.error;
+  testing::ExpectGolden("block_stat.prom", first.text);
+  // The second scrape takes the device facts from the cache: the same page.
+  EXPECT_EQ(Collect(c, ScrapeContext{paths, devices}).text, first.text);
 }
 
 TEST(BlockStatCollector, UnitsAndAbsentFields) {
@@ -85,16 +75,10 @@ TEST(BlockStatCollector, UnitsAndAbsentFields) {
   Paths paths;
   paths.sysfs = Fixture("sys");
   BlockStatCollector c;
-  Families out;
-  ASSERT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
-  auto find = [&](const std::string& family, const std::string& device) -> std::optional<double> {
-    for (const auto& f : out) {
-      if (f.name != family) continue;
-      for (const auto& m : f.metric)
-        if (m.label[0].value == device)
-          return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-    return std::nullopt;
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  ASSERT_TRUE(out.ok());
+  auto find = [&](const std::string& family, const std::string& device) {
+    return testing::SampleValue(out.text, family + "{device=\"" + device + "\"}");
   };
   // psutil issue 807: sectors_read 4732260326 (> 2^32) x 512.
   EXPECT_EQ(find("diskprobe_block_read_bytes_total", "vda"), 2422917286912.0);
@@ -119,9 +103,9 @@ TEST(BlockStatCollector, VanishedDeviceIsSkippedNotAnError) {
   Paths paths;
   paths.sysfs = Fixture("sys");
   BlockStatCollector c;
-  Families out;
-  EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
-  EXPECT_TRUE(out.empty());
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_TRUE(out.ok());
+  EXPECT_EQ(out.text, "");
 }
 
 TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
@@ -133,9 +117,9 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   Paths paths;
   paths.sysfs = dir.string();
   BlockStatCollector c;
-  Families out;
-  EXPECT_FALSE(c.Collect(ScrapeContext{paths, devices}, &out));
-  EXPECT_TRUE(out.empty());
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_EQ(out.result.error, (dir / "block/sdq").string() + "/stat: Is a directory");
+  EXPECT_EQ(out.text, "");
   fs::remove_all(dir);
 }
 
@@ -158,13 +142,9 @@ TEST(BlockStatCollector, FactsCachedUntilTheMediumChanges) {
   paths.sysfs = dir.string();
   BlockStatCollector c;
   auto model = [&]() {
-    Families out;
-    EXPECT_TRUE(c.Collect(ScrapeContext{paths, devices}, &out));
-    for (const auto& f : out)
-      if (f.name == "diskprobe_block_info")
-        for (const auto& l : f.metric.at(0).label)
-          if (l.name == "model") return l.value;
-    return std::string("<none>");
+    auto out = Collect(c, ScrapeContext{paths, devices});
+    EXPECT_TRUE(out.ok());
+    return testing::FirstLabel(out.text, "diskprobe_block_info", "model").value_or("<none>");
   };
   EXPECT_EQ(model(), "SD64G");
   write("device/name", "SD32G\n");

@@ -15,7 +15,7 @@
 #include "collectors/mounts.h"
 #include "config/config.h"
 #include "sources/device_registry.h"
-#include "scrape/exposition.h"
+#include "collect_util.h"
 #include "sources/kmsg_follower.h"
 #include "test_util.h"
 #include "util/log.h"
@@ -24,6 +24,7 @@ namespace diskprobe::collectors {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::Collect;
 using testing::Fixture;
 using testing::ReadText;
 
@@ -41,12 +42,6 @@ Paths FaultsPaths() {
 DeviceList Devices(const Paths& p) {
   auto cfg = config::LoadDefault().config;
   return DiscoverDevices(p.sysfs, cfg->devices, nullptr);
-}
-
-std::string Render(const Families& f) {
-  std::string out;
-  WriteExposition(f, &out);
-  return out;
 }
 
 // Waits (up to 5 s) until the follower has read everything available.
@@ -100,9 +95,9 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   Paths p = FaultsPaths();
   DeviceList d = Devices(p);
   MountsCollector c;
-  Families out;
-  ASSERT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
-  std::string text = Render(out);
+  auto out = Collect(c, ScrapeContext{p, d});
+  ASSERT_TRUE(out.ok()) << out.result.error;
+  const std::string& text = out.text;
   // emergency_ro in the superblock options (6.15+), mount options rw.
   EXPECT_NE(text.find("diskprobe_filesystem_read_only{device=\"mmcblk0\",fstype=\"ext4\",mountpoint=\"/\","
                       "partition=\"mmcblk0p2\"} 1\n"),
@@ -127,7 +122,7 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
 }
 
 // A scrape's mounts text is kept while the mount table and the ext4 attributes stay the same and
-// follows either when it changes: always what Collect's families give.
+// follows either when it changes: always what a new collector (no cache) writes.
 TEST(Mounts, TextFollowsMountsAndExt4Attributes) {
   TempDir t;
   fs::copy(Fixture("roots/faults"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
@@ -139,16 +134,15 @@ TEST(Mounts, TextFollowsMountsAndExt4Attributes) {
   ScrapeContext ctx{p, d};
   MountsCollector c;
   auto families_text = [&] {
-    Families f;
-    EXPECT_TRUE(c.Collect(ctx, &f));
-    return Render(f);
+    MountsCollector fresh;
+    auto out = Collect(fresh, ctx);
+    EXPECT_TRUE(out.ok());
+    return out.text;
   };
   auto scrape_text = [&] {
-    std::string text, tail;
-    Families none;
-    EXPECT_TRUE(c.CollectWithText(ctx, &none, &text, &tail));
-    EXPECT_TRUE(none.empty());
-    return text;
+    auto out = Collect(c, ctx);
+    EXPECT_TRUE(out.ok());
+    return out.text;
   };
   const std::string first = scrape_text();
   EXPECT_EQ(first, families_text());
@@ -188,23 +182,22 @@ TEST(Mounts, SelfWhenPid1IsHidden) {
   p.procfs = t.path();
   DeviceList d = Devices(p);
   MountsCollector c;
-  Families out;
-  ASSERT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
-  const std::string text = Render(out);
+  auto out = Collect(c, ScrapeContext{p, d});
+  ASSERT_TRUE(out.ok());
+  const std::string& text = out.text;
   EXPECT_NE(text.find("mountpoint=\"/\",partition=\"mmcblk0p2\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"), std::string::npos) << text;
 }
 
 TEST(Mounts, UnreadableMountinfoFails) {
-  log::Configure(log::Level::kError, log::Format::kLogfmt);
   Paths p = FaultsPaths();
   p.procfs = "/nonexistent-procfs";
   DeviceList d = Devices(p);
   MountsCollector c;
-  Families out;
-  EXPECT_FALSE(c.Collect(ScrapeContext{p, d}, &out));
-  EXPECT_TRUE(out.empty());
-  log::Configure(log::Level::kInfo, log::Format::kLogfmt);
+  auto out = Collect(c, ScrapeContext{p, d});
+  EXPECT_EQ(out.result.error, "/nonexistent-procfs/1/mountinfo: No such file or directory; "
+                              "/nonexistent-procfs/self/mountinfo: No such file or directory");
+  EXPECT_EQ(out.text, "");
 }
 
 // --- kmsg: resolver and counter --------------------------------------------------------------
@@ -349,7 +342,7 @@ TEST(KmsgFollower, FollowsAFileLikeTailF) {
 }
 
 // A scrape's kmsg text is kept while the counts stay the same and follows them when a message
-// (or any record) arrives: always what Collect's families give.
+// (or any record) arrives: always what a new collector (no cache) writes.
 TEST(KmsgCollector, TextFollowsTheCounts) {
   TempDir t;
   const std::string path = t.path() + "/kmsg";
@@ -360,18 +353,17 @@ TEST(KmsgCollector, TextFollowsTheCounts) {
   Paths p = FaultsPaths();
   DeviceList d = Devices(p);
   ScrapeContext ctx{p, d};
-  KmsgCollector kmsg(follower);
+  KmsgCollector kmsg(follower.get());
   auto families_text = [&] {
-    Families f;
-    EXPECT_TRUE(kmsg.Collect(ctx, &f));
-    return Render(f);
+    KmsgCollector fresh(follower.get());
+    auto out = Collect(fresh, ctx);
+    EXPECT_TRUE(out.ok());
+    return out.text;
   };
   auto scrape_text = [&] {
-    std::string text, tail;
-    Families none;
-    EXPECT_TRUE(kmsg.CollectWithText(ctx, &none, &text, &tail));
-    EXPECT_TRUE(none.empty());
-    return text;
+    auto out = Collect(kmsg, ctx);
+    EXPECT_TRUE(out.ok());
+    return out.text;
   };
   const std::string first = scrape_text();
   EXPECT_EQ(first, families_text());
@@ -412,34 +404,34 @@ TEST(FaultsRoot, GoldenExposition) {
   KmsgSnapshot s = WaitDrained(*follower, 36);
   EXPECT_EQ(s.records, 36u);
   MountsCollector mounts;
-  KmsgCollector kmsg(follower);
-  Families out;
+  KmsgCollector kmsg(follower.get());
   ScrapeContext ctx{p, d};
-  EXPECT_TRUE(mounts.Collect(ctx, &out));
-  EXPECT_TRUE(kmsg.Collect(ctx, &out));
-  testing::ExpectGolden("roots_faults.prom", Render(out));
-  // A scrape writes the same families as text directly (FamilySink).
-  std::string text, tail;
-  Families none;
-  EXPECT_TRUE(mounts.CollectWithText(ctx, &none, &text, &tail));
-  EXPECT_TRUE(kmsg.CollectWithText(ctx, &none, &text, &tail));
-  EXPECT_TRUE(none.empty());
-  EXPECT_EQ(tail, "");
-  testing::ExpectGolden("roots_faults.prom", text);
+  auto scrape = [&] {
+    std::string text;
+    FamilySink out(&text);
+    EXPECT_TRUE(mounts.Collect(ctx, out).ok());
+    EXPECT_TRUE(kmsg.Collect(ctx, out).ok());
+    return text;
+  };
+  const std::string first = scrape();
+  testing::ExpectGolden("roots_faults.prom", first);
+  // The second scrape comes from the collectors' cached text: the same page.
+  EXPECT_EQ(scrape(), first);
 }
 
 TEST(FaultsRoot, UnreadableKernelLog) {
-  log::Configure(log::Level::kError, log::Format::kLogfmt);
   Paths p = FaultsPaths();
-  p.kmsg = "/nonexistent/kmsg";
   DeviceList d = Devices(p);
-  KmsgCollector kmsg;
-  kmsg.Start(p);
-  Families out;
-  EXPECT_FALSE(kmsg.Collect(ScrapeContext{p, d}, &out));
-  EXPECT_TRUE(out.empty());
-  EXPECT_FALSE(kmsg.Collect(ScrapeContext{p, d}, &out));
-  log::Configure(log::Level::kInfo, log::Format::kLogfmt);
+  KmsgFollower follower("/nonexistent/kmsg", p.sysfs);
+  EXPECT_FALSE(follower.Start());
+  KmsgCollector kmsg(&follower);
+  auto out = Collect(kmsg, ScrapeContext{p, d});
+  EXPECT_EQ(out.result.error, "/nonexistent/kmsg: No such file or directory");
+  EXPECT_EQ(out.text, "");
+  EXPECT_EQ(Collect(kmsg, ScrapeContext{p, d}).result.error, out.result.error);
+  // No follower at all (the wiring did not start one): a failure too, not an empty success.
+  KmsgCollector none(nullptr);
+  EXPECT_EQ(Collect(none, ScrapeContext{p, d}).result.error, "the kernel log follower was not started");
 }
 
 }  // namespace

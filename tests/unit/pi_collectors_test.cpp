@@ -13,7 +13,7 @@
 #include "collectors/mmc_ios.h"
 #include "config/config.h"
 #include "sources/device_registry.h"
-#include "scrape/exposition.h"
+#include "collect_util.h"
 #include "test_util.h"
 #include "util/log.h"
 
@@ -37,12 +37,6 @@ DeviceList Devices(const Paths& p) {
   return DiscoverDevices(p.sysfs, cfg->devices, nullptr);
 }
 
-std::string Render(const Families& f) {
-  std::string out;
-  WriteExposition(f, &out);
-  return out;
-}
-
 // One scrape of the four collectors; *ok gets each one's result in order.
 struct Four {
   MmcIosCollector ios;
@@ -50,12 +44,13 @@ struct Four {
   BootConfigCollector boot;
   BoardCollector board;
   std::string Scrape(const Paths& p, const DeviceList& d, std::vector<bool>* ok = nullptr) {
-    Families out;
+    std::string text;
+    FamilySink out(&text);
     ScrapeContext ctx{p, d};
     std::vector<bool> r;
-    for (Collector* c : std::initializer_list<Collector*>{&ios, &card, &boot, &board}) r.push_back(c->Collect(ctx, &out));
+    for (Collector* c : std::initializer_list<Collector*>{&ios, &card, &boot, &board}) r.push_back(c->Collect(ctx, out).ok());
     if (ok != nullptr) *ok = r;
-    return Render(out);
+    return text;
   }
 };
 
@@ -152,25 +147,21 @@ TEST(Roots, Cm4EmmcWearAndHwmonFallback) {
 
 // --- failure and absence rules ------------------------------------------------------------------
 
-TEST(MmcIos, UnreadableDebugfsFailsWithOneLogLine) {
+// (Logging a failure once per change is the scraper's: scraper_test.cpp.)
+TEST(MmcIos, UnreadableDebugfsFailsWithTheReason) {
   Paths p = RootPaths(Fixture("roots/pi4"));
   p.debugfs = Fixture("roots/pi4/no-debugfs-here");
   DeviceList d = Devices(p);
   MmcIosCollector c;
   ::testing::internal::CaptureStderr();
-  Families out;
-  bool ok1 = c.Collect(ScrapeContext{p, d}, &out);
-  Families out2;
-  bool ok2 = c.Collect(ScrapeContext{p, d}, &out2);
+  auto first = testing::Collect(c, ScrapeContext{p, d});
+  auto second = testing::Collect(c, ScrapeContext{p, d});
   std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_FALSE(ok1);
-  EXPECT_FALSE(ok2);
-  std::string t = Render(out2);
-  EXPECT_EQ(t.find("diskprobe_mmc_ios_"), std::string::npos) << "ios series are absent";
-  EXPECT_NE(t.find("diskprobe_mmc_host_info"), std::string::npos) << "host facts come from sysfs";
-  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
-  EXPECT_NE(log.find("collector=mmc_ios"), std::string::npos) << log;
-  EXPECT_NE(log.find("is debugfs mounted at"), std::string::npos) << log;
+  EXPECT_EQ(first.result.error, p.debugfs + "/mmc0/ios: No such file or directory (is debugfs mounted at " + p.debugfs + "?)");
+  EXPECT_EQ(second.result.error, first.result.error);
+  EXPECT_EQ(second.text.find("diskprobe_mmc_ios_"), std::string::npos) << "ios series are absent";
+  EXPECT_NE(second.text.find("diskprobe_mmc_host_info"), std::string::npos) << "host facts come from sysfs";
+  EXPECT_EQ(log, "") << "the collector does not log its failure: the scraper does, once";
 }
 
 TEST(PiCollectors, NoMmcNoConfigNoBoardIsSilentSuccess) {
@@ -219,9 +210,9 @@ TEST(MmcCard, SwapIsCountedAndLoggedOnce) {
   DeviceList d = Devices(p);
   MmcCardCollector c;
   auto scrape = [&]() {
-    Families out;
-    EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
-    return Render(out);
+    auto out = testing::Collect(c, ScrapeContext{p, d});
+    EXPECT_TRUE(out.ok());
+    return out.text;
   };
   EXPECT_EQ(Value(scrape(), "diskprobe_mmc_card_swaps_total{device=\"mmcblk0\"}"), "0");
   // Another SD64G with another serial (PSN bytes 9..12).
@@ -248,11 +239,11 @@ TEST(MmcCard, ImplausibleRegistersAreAbsentAndCountedOnce) {
   DeviceList d = Devices(p);
   MmcCardCollector c;
   ::testing::internal::CaptureStderr();
-  Families out, out2;
-  EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out));
-  EXPECT_TRUE(c.Collect(ScrapeContext{p, d}, &out2));
+  EXPECT_TRUE(testing::Collect(c, ScrapeContext{p, d}).ok());
+  auto out2 = testing::Collect(c, ScrapeContext{p, d});
+  EXPECT_TRUE(out2.ok());
   std::string log = ::testing::internal::GetCapturedStderr();
-  std::string t = Render(out2);
+  std::string t = out2.text;
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_speed_class{device=\"mmcblk0\"}"), "");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_register_rejected_total{device=\"mmcblk0\",register=\"ssr\"}"), "1");
@@ -268,9 +259,9 @@ TEST(BootConfig, ReparsedWhenTheFileChanges) {
   Paths p = RootPaths(r.dir.string());
   BootConfigCollector c;
   auto overclock = [&]() {
-    Families out;
-    EXPECT_TRUE(c.Collect(ScrapeContext{p, {}}, &out));
-    return Value(Render(out), "diskprobe_boot_sd_overclock_hertz ");
+    auto out = testing::Collect(c, ScrapeContext{p, {}});
+    EXPECT_TRUE(out.ok());
+    return Value(out.text, "diskprobe_boot_sd_overclock_hertz ");
   };
   EXPECT_EQ(overclock(), "100000000");
   r.Write("boot/config.txt", "dtoverlay=sdhost,overclock_50=62\n# a longer file, so that the size differs\n");
@@ -283,12 +274,9 @@ TEST(BootConfig, ExplicitPathMissingFails) {
   Paths p = RootPaths(Fixture("roots/pi3bplus"));
   p.bootconfig = Fixture("roots/pi3bplus/boot/nope.txt");
   BootConfigCollector c;
-  Families out;
-  ::testing::internal::CaptureStderr();
-  EXPECT_FALSE(c.Collect(ScrapeContext{p, {}}, &out));
-  std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(out.empty());
-  EXPECT_NE(log.find("nope.txt: No such file or directory"), std::string::npos) << log;
+  auto out = testing::Collect(c, ScrapeContext{p, {}});
+  EXPECT_EQ(out.result.error, p.bootconfig + ": No such file or directory");
+  EXPECT_EQ(out.text, "");
 }
 
 TEST(Board, UnparseableThrottledFails) {
@@ -296,11 +284,10 @@ TEST(Board, UnparseableThrottledFails) {
   r.Write("sys/devices/platform/soc/soc:firmware/get_throttled", "zz\n");
   Paths p = RootPaths(r.dir.string());
   BoardCollector c;
-  Families out;
-  ::testing::internal::CaptureStderr();
-  EXPECT_FALSE(c.Collect(ScrapeContext{p, {}}, &out));
-  ::testing::internal::GetCapturedStderr();
-  std::string t = Render(out);
+  auto out = testing::Collect(c, ScrapeContext{p, {}});
+  const std::string file = (r.dir / "sys/devices/platform/soc/soc:firmware/get_throttled").string();
+  EXPECT_EQ(out.result.error.rfind(file + ": ", 0), 0u) << "the reason starts with the file: " << out.result.error;
+  std::string t = out.text;
   EXPECT_NE(t.find("diskprobe_board_info"), std::string::npos);
   EXPECT_EQ(t.find("diskprobe_board_under_voltage_now"), std::string::npos);
 }
