@@ -19,6 +19,7 @@
 #include "probes/io.h"
 #include "probes/probe_file.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "version.h"
 
 namespace diskprobe::bench {

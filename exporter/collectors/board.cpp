@@ -5,6 +5,7 @@
 #include "parsers/throttled.h"
 #include "sources/board_model.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/sysfs_dir.h"
 
 namespace diskprobe::collectors {

@@ -2,17 +2,11 @@
 
 #include <cctype>
 
+#include "util/strings.h"
+
 namespace diskprobe::parsers {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 struct Rule {
     std::string_view prefix;  // body after "Raspberry Pi ", before " Rev"
@@ -69,12 +63,12 @@ std::string_view to_string(BoardFamily f) {
 
 std::optional<BoardModel> parse_board_model(std::string_view raw) {
     if (auto nul = raw.find('\0'); nul != std::string_view::npos) raw = raw.substr(0, nul);
-    raw = trim(raw);
+    raw = util::Trim(raw);
     if (raw.empty()) return std::nullopt;
     BoardModel b;
     b.model = std::string(raw);
     constexpr std::string_view kPi = "Raspberry Pi ";
-    if (!starts_with(raw, kPi)) return b;
+    if (!raw.starts_with(kPi)) return b;
     b.raspberry_pi = true;
     std::string_view body = raw.substr(kPi.size());
     if (auto rev = body.find(" Rev "); rev != std::string_view::npos) {
@@ -86,7 +80,7 @@ std::optional<BoardModel> parse_board_model(std::string_view raw) {
     }
     for (const auto& rule : rules()) {
         // Whole-word prefix only: "500" must not claim "500+".
-        if (!starts_with(body, rule.prefix)) continue;
+        if (!body.starts_with(rule.prefix)) continue;
         if (body.size() > rule.prefix.size() && body[rule.prefix.size()] != ' ') continue;
         b.family = rule.family;
         b.variant = std::string(rule.variant);
@@ -105,8 +99,8 @@ std::optional<std::string> model_from_cpuinfo(std::string_view cpuinfo) {
         const std::string_view line = cpuinfo.substr(0, nl);
         cpuinfo = nl == std::string_view::npos ? std::string_view{} : cpuinfo.substr(nl + 1);
         const auto colon = line.find(':');
-        if (colon == std::string_view::npos || trim(line.substr(0, colon)) != "Model") continue;
-        const auto v = trim(line.substr(colon + 1));
+        if (colon == std::string_view::npos || util::Trim(line.substr(0, colon)) != "Model") continue;
+        const auto v = util::Trim(line.substr(colon + 1));
         if (!v.empty()) return std::string(v);
     }
     return std::nullopt;

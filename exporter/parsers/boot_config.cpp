@@ -3,19 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
+
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 constexpr std::array<std::string_view, 18> kModelFilters{
     "pi0", "pi0w", "pi02", "pi1", "pi2", "pi3", "pi3+", "pi4", "pi400",
@@ -66,11 +59,11 @@ std::vector<std::pair<std::string, std::string>> split_params(std::string_view s
     std::string cur;
     bool quoted = false;
     auto flush = [&]() {
-        std::string_view item = trim(cur);
+        std::string_view item = util::Trim(cur);
         if (!item.empty()) {
             const auto eq = item.find('=');
             if (eq == std::string_view::npos) out.emplace_back(std::string(item), "on");
-            else out.emplace_back(std::string(trim(item.substr(0, eq))), std::string(item.substr(eq + 1)));
+            else out.emplace_back(std::string(util::Trim(item.substr(0, eq))), std::string(item.substr(eq + 1)));
         }
         cur.clear();
     };
@@ -96,7 +89,7 @@ public:
             const std::string_view raw = text.substr(0, nl);
             text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
             ++lineno;
-            line(trim(raw), BootConfigLocation{file, lineno}, depth);
+            line(util::Trim(raw), BootConfigLocation{file, lineno}, depth);
         }
         stack_.pop_back();
     }
@@ -120,21 +113,21 @@ private:
             return;
         }
 
-        if (starts_with(l, "include") && l.size() > 7 && std::isspace(static_cast<unsigned char>(l[7]))) {
-            include(std::string(trim(l.substr(8))), where, depth);
+        if (l.starts_with("include") && l.size() > 7 && std::isspace(static_cast<unsigned char>(l[7]))) {
+            include(std::string(util::Trim(l.substr(8))), where, depth);
             return;
         }
         const auto eq = l.find('=');
         if (eq == std::string_view::npos) {
             // The documented space-separated form: "initramfs <file> <address>".
-            if (starts_with(l, "initramfs ")) {
-                out_.settings["initramfs"] = std::string(trim(l.substr(10)));
+            if (l.starts_with("initramfs ")) {
+                out_.settings["initramfs"] = std::string(util::Trim(l.substr(10)));
                 return;
             }
             diag("unparsed_line", "no '=' in \"" + std::string(l) + "\"", where);
             return;
         }
-        const std::string key(trim(l.substr(0, eq)));
+        const std::string key(util::Trim(l.substr(0, eq)));
         const std::string value(l.substr(eq + 1));
         if (key == "dtoverlay") overlay(value, where);
         else if (key == "dtparam") dtparam(value, where);
@@ -163,19 +156,19 @@ private:
             } else {
                 state = std::find(filters.begin(), filters.end(), h) != filters.end() ? Tri::yes : Tri::no;
             }
-        } else if (starts_with(h, "board-type=")) {
+        } else if (h.starts_with("board-type=")) {
             category = "board-type";
             reason = "board-type needs the revision code";
-        } else if (starts_with(h, "EDID=")) {
+        } else if (h.starts_with("EDID=")) {
             category = "edid";
             reason = "depends on the monitor connected at boot";
-        } else if (starts_with(h, "HDMI:")) {
+        } else if (h.starts_with("HDMI:")) {
             category = "hdmi";
             reason = "HDMI port selector";
-        } else if (starts_with(h, "gpio")) {
+        } else if (h.starts_with("gpio")) {
             category = "gpio";
             reason = "depends on a GPIO level at boot";
-        } else if (starts_with(h, "0x")) {
+        } else if (h.starts_with("0x")) {
             category = "serial";
             reason = "depends on the board serial number";
         } else if (h == "tryboot") {
@@ -219,7 +212,7 @@ private:
 
     void overlay(const std::string& value, const BootConfigLocation& where) {
         auto params = split_params(value);
-        if (params.empty() || trim(value).empty()) {
+        if (params.empty() || util::Trim(value).empty()) {
             current_overlay_.reset();  // "dtoverlay=" ends the overlay's dtparam scope
             return;
         }
@@ -249,7 +242,7 @@ private:
                 continue;
             }
             out_.dtparams[k] = v;
-            if (starts_with(k, "sd_")) sd_setting(k, v, where);
+            if (k.starts_with("sd_")) sd_setting(k, v, where);
         }
     }
 
@@ -266,15 +259,13 @@ public:
     void finish() {
         auto it = out_.sd_settings.find("sd_overclock");
         if (it == out_.sd_settings.end()) return;
-        std::string_view v = trim(it->second);
-        std::uint64_t mhz = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), mhz);
-        if (ec != std::errc{} || p != v.data() + v.size() || mhz > 1000000) {
+        const auto mhz = util::ParseNumber<std::uint64_t>(util::Trim(it->second));
+        if (!mhz || *mhz > 1000000) {
             diag("bad_value", "sd_overclock=" + it->second + ": not an integer MHz", *sd_overclock_where_);
             return;
         }
-        if (mhz == 0) return;
-        out_.sd_overclock_hz = mhz * 1000000;
+        if (*mhz == 0) return;
+        out_.sd_overclock_hz = *mhz * 1000000;
         out_.sd_overclock_where = sd_overclock_where_;
     }
 

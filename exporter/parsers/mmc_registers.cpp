@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "util/strings.h"
+
 namespace diskprobe::parsers {
 
 namespace {
@@ -96,30 +98,11 @@ ParseResult<std::vector<std::uint8_t>> register_bytes(std::string_view hex, std:
 
 bool printable(std::uint8_t c) { return c >= 0x20 && c <= 0x7e; }
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
 // "0x1f" or "1f" (one byte). nullopt otherwise.
 std::optional<std::uint8_t> parse_hex_byte(std::string_view s) {
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-    if (s.empty() || s.size() > 2) return std::nullopt;
-    unsigned v = 0;
-    for (char c : s) {
-        const int d = hex_digit(c);
-        if (d < 0) return std::nullopt;
-        v = v * 16 + static_cast<unsigned>(d);
-    }
-    return static_cast<std::uint8_t>(v);
+    s = util::StripHexPrefix(s);
+    if (s.size() > 2) return std::nullopt;  // "0x001" is not one byte, though its value fits
+    return util::ParseNumber<std::uint8_t>(s, 16);
 }
 
 }  // namespace
@@ -136,7 +119,7 @@ ParseResult<std::vector<std::uint8_t>> hex_to_bytes(std::string_view text) {
             ++i;
             continue;
         }
-        if (hex_digit(c) < 0)
+        if (util::HexDigitValue(c) < 0)
             return ParseResult<std::vector<std::uint8_t>>::fail(std::string("not a hex digit: '") + c + "'");
         digits.push_back(c);
     }
@@ -146,7 +129,7 @@ ParseResult<std::vector<std::uint8_t>> hex_to_bytes(std::string_view text) {
                                                             std::to_string(digits.size()) + ")");
     std::vector<std::uint8_t> out(digits.size() / 2);
     for (std::size_t i = 0; i < out.size(); ++i)
-        out[i] = static_cast<std::uint8_t>(hex_digit(digits[2 * i]) * 16 + hex_digit(digits[2 * i + 1]));
+        out[i] = static_cast<std::uint8_t>(util::HexDigitValue(digits[2 * i]) * 16 + util::HexDigitValue(digits[2 * i + 1]));
     return ParseResult<std::vector<std::uint8_t>>::ok(std::move(out));
 }
 
@@ -205,7 +188,7 @@ ParseResult<Cid> decode_cid(std::string_view hex, CardLayout layout, std::option
 
 ParseResult<std::string> realign_pi5_bootloader_cid(std::string_view line) {
     if (auto pos = line.find("CID:"); pos != std::string_view::npos) line.remove_prefix(pos + 4);
-    auto bytes = hex_to_bytes(trim(line));
+    auto bytes = hex_to_bytes(util::Trim(line));
     if (!bytes) return ParseResult<std::string>::fail("bootloader CID: " + bytes.error);
     const auto& b = *bytes.value;
     if (b.size() != 16) return ParseResult<std::string>::fail("bootloader CID: expected 32 hex digits");
@@ -401,11 +384,11 @@ LifeTimeEstimate decode_life_time_estimate(std::uint8_t raw) {
 }
 
 ParseResult<LifeTime> parse_life_time(std::string_view text) {
-    text = trim(text);
+    text = util::Trim(text);
     const auto sp = text.find_first_of(" \t");
     if (sp == std::string_view::npos) return ParseResult<LifeTime>::fail("life_time: expected two values");
-    auto a = parse_hex_byte(trim(text.substr(0, sp)));
-    auto b = parse_hex_byte(trim(text.substr(sp)));
+    auto a = parse_hex_byte(util::Trim(text.substr(0, sp)));
+    auto b = parse_hex_byte(util::Trim(text.substr(sp)));
     if (!a || !b) return ParseResult<LifeTime>::fail("life_time: expected two hex bytes like \"0x01 0x02\"");
     return ParseResult<LifeTime>::ok(LifeTime{decode_life_time_estimate(*a), decode_life_time_estimate(*b)});
 }
@@ -424,7 +407,7 @@ PreEol decode_pre_eol_info(std::uint8_t raw) {
 }
 
 ParseResult<PreEol> parse_pre_eol_info(std::string_view text) {
-    auto v = parse_hex_byte(trim(text));
+    auto v = parse_hex_byte(util::Trim(text));
     if (!v) return ParseResult<PreEol>::fail("pre_eol_info: expected one hex byte like \"0x01\"");
     return ParseResult<PreEol>::ok(decode_pre_eol_info(*v));
 }
