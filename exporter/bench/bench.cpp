@@ -143,7 +143,7 @@ std::optional<unsigned> ClaimedAppClass(const std::string& sysfs, const std::str
                                 : Errno("cannot read " + path, f.error);
     return std::nullopt;
   }
-  auto ssr = parsers::decode_ssr(util::Trim(f.text));
+  auto ssr = parsers::DecodeSsr(util::Trim(f.text));
   if (!ssr) {
     *source = path + ": " + ssr.error;
     return std::nullopt;

@@ -52,7 +52,7 @@ bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
                            "Board model from the device tree; value 1. family: config.txt filter family (pi0..pi5).",
                            MetricType::Gauge);
     AddSample(info,
-              {{"family", std::string(parsers::to_string(model_->family))},
+              {{"family", std::string(parsers::ToString(model_->family))},
                {"model", model_->model},
                {"revision", model_->revision.value_or("")},
                {"variant", model_->variant}},
@@ -69,7 +69,7 @@ bool BoardCollector::Collect(const ScrapeContext& ctx, Families* out) {
   std::string failure;
   if (!throttled_path_.empty()) {
     util::FileContent f = util::ReadAttribute(throttled_path_);
-    auto t = f.ok() ? parsers::parse_throttled(f.text) : parsers::ParseResult<parsers::Throttled>::fail(std::strerror(f.error));
+    auto t = f.ok() ? parsers::ParseThrottled(f.text) : parsers::ParseResult<parsers::Throttled>::Fail(std::strerror(f.error));
     if (!t) {
       failure = throttled_path_ + ": " + t.error;
     } else {

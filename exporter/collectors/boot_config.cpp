@@ -114,7 +114,7 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
     stamps.push_back(*s);
     return std::move(f.text);
   };
-  parsers::BootConfig cfg = parsers::parse_boot_config(text.text, in);
+  parsers::BootConfig cfg = parsers::ParseBootConfig(text.text, in);
 
   Families fams;
   Labels labels;
@@ -134,7 +134,7 @@ bool BootConfigCollector::Collect(const ScrapeContext& ctx, Families* out) {
                         "diskprobe_mmc_ios_actual_clock_hertz for what the bus runs at.",
                         MetricType::Gauge),
               {}, static_cast<double>(*cfg.sd_overclock_hz));
-  if (board_ && board_->raspberry_pi && board_->family != parsers::BoardFamily::unknown)
+  if (board_ && board_->raspberry_pi && board_->family != parsers::BoardFamily::kUnknown)
     AddSample(AddFamily(&fams, "diskprobe_boot_sd_overclock_honoured",
                         "1 when this board's SD host driver applies sd_overclock (bcm2835-sdhost, Pi 0-3), 0 when it "
                         "ignores it (Pi 4, Pi 5).",

@@ -86,7 +86,7 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
       if (failure.empty()) failure = Reason(path, f.error, ctx.paths.debugfs);
       continue;
     }
-    auto ios = parsers::parse_mmc_ios(f.text);
+    auto ios = parsers::ParseMmcIos(f.text);
     if (!ios) {
       if (failure.empty()) failure = path + ": " + ios.error;
       continue;
@@ -124,7 +124,7 @@ bool MmcIosCollector::Collect(const ScrapeContext& ctx, Families* out) {
                           "Bus timing: the kernel's MMC_TIMING_* code, its name in the timing label (debugfs ios 'timing spec').",
                           MetricType::Gauge);
     std::string name = d.ios.timing_name ? *d.ios.timing_name
-                                         : std::string(parsers::mmc_timing_name(*d.ios.timing_code).value_or(""));
+                                         : std::string(parsers::MmcTimingName(*d.ios.timing_code).value_or(""));
     AddSample(*timing, {{"device", d.host.device}, {"host", d.host.host}, {"timing", name}}, *d.ios.timing_code);
   }
   errors_.Set(failure);

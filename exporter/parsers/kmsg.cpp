@@ -79,9 +79,9 @@ KmsgEvent MakeEvent(KmsgKind kind, std::string_view device, std::string_view hos
 
 // mmc errno -> kind: -110 ETIMEDOUT, -84 EILSEQ (the mmc core's CRC error), anything else I/O.
 KmsgKind KindOfMmcErrno(int err) {
-  if (err == -110) return KmsgKind::timeout;
-  if (err == -84) return KmsgKind::crc_error;
-  return KmsgKind::io_error;
+  if (err == -110) return KmsgKind::kTimeout;
+  if (err == -84) return KmsgKind::kCrcError;
+  return KmsgKind::kIoError;
 }
 
 // Functions whose printk_ratelimited() produce "<func>: N callbacks suppressed" (the name is the
@@ -93,12 +93,12 @@ struct SuppressedSource {
   KmsgKind kind;
 };
 constexpr std::array<SuppressedSource, 6> kSuppressedSources{{
-    {"blk_update_request", KmsgKind::io_error},   // 3.x-5.x block/blk-core.c
-    {"print_req_error", KmsgKind::io_error},      // 4.19-5.x block/blk-core.c
-    {"blk_print_req_error", KmsgKind::io_error},  // 5.17+ block/blk-mq.c
-    {"buffer_io_error", KmsgKind::io_error},      // fs/buffer.c
-    {"end_buffer_async_write", KmsgKind::io_error},
-    {"EXT4-fs error", KmsgKind::filesystem_error},  // fs/ext4/super.c ext4_error_ratelimit
+    {"blk_update_request", KmsgKind::kIoError},   // 3.x-5.x block/blk-core.c
+    {"print_req_error", KmsgKind::kIoError},      // 4.19-5.x block/blk-core.c
+    {"blk_print_req_error", KmsgKind::kIoError},  // 5.17+ block/blk-mq.c
+    {"buffer_io_error", KmsgKind::kIoError},      // fs/buffer.c
+    {"end_buffer_async_write", KmsgKind::kIoError},
+    {"EXT4-fs error", KmsgKind::kFilesystemError},  // fs/ext4/super.c ext4_error_ratelimit
 }};
 
 std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
@@ -140,7 +140,7 @@ std::optional<KmsgEvent> ClassifyBlockError(std::string_view message) {
   std::string_view rest = message.substr(at + kMarker.size());
   std::string_view device = TakeUntilAny(rest, ", ");
   if (!IsDeviceName(device) || device == "?") return std::nullopt;
-  KmsgEvent e = MakeEvent(name == "timeout" ? KmsgKind::timeout : KmsgKind::io_error, device);
+  KmsgEvent e = MakeEvent(name == "timeout" ? KmsgKind::kTimeout : KmsgKind::kIoError, device);
   if (ConsumePrefix(rest, ", sector ")) e.sector = TakeNumber<std::uint64_t>(rest);
   return e;
 }
@@ -152,7 +152,7 @@ std::optional<KmsgEvent> ClassifyBufferError(std::string_view message) {
   if (!ConsumePrefix(rest, "device ") && !ConsumePrefix(rest, "dev ")) return std::nullopt;
   std::string_view device = TakeUntilAny(rest, ", ");
   if (!IsDeviceName(device)) return std::nullopt;
-  return MakeEvent(KmsgKind::io_error, device);
+  return MakeEvent(KmsgKind::kIoError, device);
 }
 
 // Device in "... for|on device <journal>." of jbd2 messages.
@@ -170,7 +170,7 @@ std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
   if (message.starts_with("Aborting journal on device ")) {
     auto dev = JournalAfter(message, "Aborting journal on device ");
     if (!dev) return std::nullopt;
-    return MakeEvent(KmsgKind::remount_ro, *dev);
+    return MakeEvent(KmsgKind::kRemountRo, *dev);
   }
   if (!message.starts_with("JBD2: ")) return std::nullopt;
   // "JBD2: Error -5 detected when updating journal superblock for sda1-8." (3.x-6.x)
@@ -182,7 +182,7 @@ std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
   else if (Contains(message, "Detected IO errors while flushing file data on "))
     dev = JournalAfter(message, "Detected IO errors while flushing file data on ");
   if (!dev) return std::nullopt;
-  KmsgEvent e = MakeEvent(KmsgKind::io_error, *dev);
+  KmsgEvent e = MakeEvent(KmsgKind::kIoError, *dev);
   std::string_view rest = message.substr(6);
   if (ConsumePrefix(rest, "Error ")) e.error = TakeNumber<int>(rest);
   return e;
@@ -196,18 +196,18 @@ std::optional<KmsgEvent> ClassifyExt4(std::string_view message) {
   if (ConsumePrefix(rest, "error (device ")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev)) return std::nullopt;
-    return MakeEvent(KmsgKind::filesystem_error, dev);
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
   }
   if (ConsumePrefix(rest, "warning (device ")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev) || !Contains(rest, "I/O error")) return std::nullopt;
-    return MakeEvent(KmsgKind::io_error, dev);
+    return MakeEvent(KmsgKind::kIoError, dev);
   }
   if (ConsumePrefix(rest, "(")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
-    if (rest.starts_with("Remounting filesystem read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
-    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::io_error, dev);
+    if (rest.starts_with("Remounting filesystem read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
+    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::kIoError, dev);
   }
   return std::nullopt;
 }
@@ -219,8 +219,8 @@ std::optional<KmsgEvent> ClassifyFat(std::string_view message) {
   if (!ConsumePrefix(rest, "FAT-fs (")) return std::nullopt;
   std::string_view dev = TakeUntilAny(rest, ")");
   if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
-  if (rest.starts_with("Filesystem has been set read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
-  if (rest.starts_with("error,")) return MakeEvent(KmsgKind::filesystem_error, dev);
+  if (rest.starts_with("Filesystem has been set read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
+  if (rest.starts_with("error,")) return MakeEvent(KmsgKind::kFilesystemError, dev);
   return std::nullopt;
 }
 
@@ -236,15 +236,15 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
 
   // drivers/mmc/host/bcm2835-sdhost.c (Pi <= 3): pr_warn without '\n', so on old kernels the next
   // printk may be glued to it: match anywhere.
-  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::overclock_reduced);
+  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::kOverclockReduced);
   // drivers/mmc/core/core.c mmc_cqe_recovery
-  if (rest.starts_with("running CQE recovery")) return event(KmsgKind::cqe_recovery);
+  if (rest.starts_with("running CQE recovery")) return event(KmsgKind::kCqeRecovery);
   // drivers/mmc/core/bus.c mmc_remove_card: "card %04x removed"; old core "Card removed during transfer!"
   if ((rest.starts_with("card ") && Contains(rest, " removed")) || rest.starts_with("Card removed during transfer"))
-    return event(KmsgKind::card_removed);
+    return event(KmsgKind::kCardRemoved);
   // drivers/mmc/core/core.c mmc_hw_reset: "tried to HW reset card, got error %d"
   if (rest.starts_with("tried to HW reset card")) {
-    KmsgEvent e = event(KmsgKind::card_removed);
+    KmsgEvent e = event(KmsgKind::kCardRemoved);
     std::size_t at = rest.find("error ");
     if (at != std::string_view::npos) {
       std::string_view num = rest.substr(at + 6);
@@ -253,14 +253,14 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
     return e;
   }
   // drivers/mmc/core/block.c: "%s: recovery failed!"
-  if (rest.starts_with("recovery failed")) return event(KmsgKind::card_removed);
+  if (rest.starts_with("recovery failed")) return event(KmsgKind::kCardRemoved);
   // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835-sdhost "timeout waiting for
   // hardware interrupt.", bcm2835-sdhost "command never completed.", sdhci "Reset 0x%x never
   // completed.", cqhci "cqhci: timeout for tag %d", block.c "Card stuck in programming state!".
   if (rest.starts_with("Timeout waiting for hardware") || rest.starts_with("timeout waiting for hardware") ||
       Contains(rest, "never completed") || rest.starts_with("cqhci: timeout for tag") ||
       rest.starts_with("Card stuck") || rest.starts_with("Controller never released inhibit"))
-    return event(KmsgKind::timeout);
+    return event(KmsgKind::kTimeout);
   // drivers/mmc/core/*.c: "error %d whilst initialising SD card", "error %d transferring data,
   // sector ...", "error %d sending stop command, ...", "error %d requesting status",
   // "cache flush error %d".
@@ -285,7 +285,7 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
 // and "hwmon hwmon1: Undervoltage detected!" (newer raspberrypi-hwmon dev_crit).
 std::optional<KmsgEvent> ClassifyUnderVoltage(std::string_view message) {
   if (message.starts_with("Under-voltage detected!") || Contains(message, "Undervoltage detected!"))
-    return MakeEvent(KmsgKind::under_voltage, {});
+    return MakeEvent(KmsgKind::kUnderVoltage, {});
   return std::nullopt;
 }
 
@@ -395,15 +395,15 @@ std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value) {
 
 std::string_view ToString(KmsgKind kind) {
   switch (kind) {
-    case KmsgKind::io_error: return "io_error";
-    case KmsgKind::timeout: return "timeout";
-    case KmsgKind::crc_error: return "crc_error";
-    case KmsgKind::card_removed: return "card_removed";
-    case KmsgKind::overclock_reduced: return "overclock_reduced";
-    case KmsgKind::filesystem_error: return "filesystem_error";
-    case KmsgKind::remount_ro: return "remount_ro";
-    case KmsgKind::under_voltage: return "under_voltage";
-    case KmsgKind::cqe_recovery: return "cqe_recovery";
+    case KmsgKind::kIoError: return "io_error";
+    case KmsgKind::kTimeout: return "timeout";
+    case KmsgKind::kCrcError: return "crc_error";
+    case KmsgKind::kCardRemoved: return "card_removed";
+    case KmsgKind::kOverclockReduced: return "overclock_reduced";
+    case KmsgKind::kFilesystemError: return "filesystem_error";
+    case KmsgKind::kRemountRo: return "remount_ro";
+    case KmsgKind::kUnderVoltage: return "under_voltage";
+    case KmsgKind::kCqeRecovery: return "cqe_recovery";
   }
   return "unknown";
 }
@@ -550,14 +550,14 @@ std::optional<Ext4ErrorSummary> ParseExt4ErrorSummary(std::string_view message) 
     if (!ConsumePrefix(rest, ": ")) return std::nullopt;
     auto count = TakeNumber<std::uint64_t>(rest);
     if (!count || !rest.empty()) return std::nullopt;
-    s.type = Ext4ErrorSummary::Type::error_count;
+    s.type = Ext4ErrorSummary::Type::kErrorCount;
     s.error_count = *count;
     return s;
   }
   if (ConsumePrefix(rest, "initial error at "))
-    s.type = Ext4ErrorSummary::Type::first_error;
+    s.type = Ext4ErrorSummary::Type::kFirstError;
   else if (ConsumePrefix(rest, "last error at "))
-    s.type = Ext4ErrorSummary::Type::last_error;
+    s.type = Ext4ErrorSummary::Type::kLastError;
   else
     return std::nullopt;
   ConsumePrefix(rest, "time ");

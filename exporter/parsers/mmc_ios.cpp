@@ -9,7 +9,7 @@ namespace diskprobe::parsers {
 namespace {
 
 // "<n> Hz"
-std::optional<std::uint64_t> parse_hz(std::string_view v) {
+std::optional<std::uint64_t> ParseHz(std::string_view v) {
     if (v.size() < 3 || !v.ends_with("Hz")) return std::nullopt;
     return util::ParseNumber<std::uint64_t>(util::Trim(v.substr(0, v.size() - 2)));
 }
@@ -20,7 +20,7 @@ struct CodeText {
 };
 
 // "<n> (<text>)"
-std::optional<CodeText> parse_code_text(std::string_view v) {
+std::optional<CodeText> ParseCodeText(std::string_view v) {
     const auto open = v.find('(');
     if (open == std::string_view::npos || v.back() != ')') return std::nullopt;
     auto code = util::ParseNumber<std::uint64_t>(util::Trim(v.substr(0, open)));
@@ -29,7 +29,7 @@ std::optional<CodeText> parse_code_text(std::string_view v) {
 }
 
 // "3.3 ~ 3.4 V" or "1.65 - 1.95 V"; "invalid" -> nullopt.
-std::optional<std::pair<double, double>> parse_vdd_range(std::string_view t) {
+std::optional<std::pair<double, double>> ParseVddRange(std::string_view t) {
     if (t.size() < 2 || !t.ends_with('V')) return std::nullopt;
     t = util::Trim(t.substr(0, t.size() - 1));
     auto sep = t.find('~');
@@ -47,12 +47,12 @@ constexpr std::array<std::string_view, 11> kTiming{
 
 }  // namespace
 
-std::optional<std::string_view> mmc_timing_name(unsigned code) {
+std::optional<std::string_view> MmcTimingName(unsigned code) {
     if (code >= kTiming.size()) return std::nullopt;
     return kTiming[code];
 }
 
-ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
+ParseResult<MmcIos> ParseMmcIos(std::string_view text) {
     MmcIos ios;
     bool any = false;
     while (!text.empty()) {
@@ -69,14 +69,14 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
             const std::string_view val = util::Trim(line.substr(colon + 1));
             // A malformed line never overwrites a value parsed earlier.
             if (key == "clock") {
-                if (auto hz = parse_hz(val)) ios.clock_hz = hz, ok = true;
+                if (auto hz = ParseHz(val)) ios.clock_hz = hz, ok = true;
             } else if (key == "actual clock") {
-                if (auto hz = parse_hz(val)) ios.actual_clock_hz = hz, ok = true;
-            } else if (auto ct = parse_code_text(val)) {
+                if (auto hz = ParseHz(val)) ios.actual_clock_hz = hz, ok = true;
+            } else if (auto ct = ParseCodeText(val)) {
                 ok = true;
                 if (key == "vdd") {
                     ios.vdd_code = ct->code;
-                    if (auto r = parse_vdd_range(ct->text)) {
+                    if (auto r = ParseVddRange(ct->text)) {
                         ios.vdd_min_volts = r->first;
                         ios.vdd_max_volts = r->second;
                     }
@@ -117,8 +117,8 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
         if (ok) any = true;
         else ios.unparsed_lines.emplace_back(raw);
     }
-    if (!any) return ParseResult<MmcIos>::fail("ios: no recognised line");
-    return ParseResult<MmcIos>::ok(std::move(ios));
+    if (!any) return ParseResult<MmcIos>::Fail("ios: no recognised line");
+    return ParseResult<MmcIos>::Ok(std::move(ios));
 }
 
 }  // namespace diskprobe::parsers

@@ -49,10 +49,10 @@ struct MmcIos {
 // Parse the whole file. Tabs or spaces after the colon, trailing whitespace
 // and CRLF are accepted. Error only when no known line was found at all
 // (empty file, wrong file); partial content gives a partial struct.
-ParseResult<MmcIos> parse_mmc_ios(std::string_view text);
+ParseResult<MmcIos> ParseMmcIos(std::string_view text);
 
 // Kernel name for a timing code (debugfs.c switch), nullopt for unknown codes.
 // Code 10 prints "mmc HS400" or "mmc HS400 enhanced strobe"; this returns the former.
-std::optional<std::string_view> mmc_timing_name(unsigned code);
+std::optional<std::string_view> MmcTimingName(unsigned code);
 
 }  // namespace diskprobe::parsers

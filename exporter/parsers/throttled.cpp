@@ -4,7 +4,7 @@
 
 namespace diskprobe::parsers {
 
-Throttled decode_throttled(std::uint32_t v) {
+Throttled DecodeThrottled(std::uint32_t v) {
     Throttled t;
     t.value = v;
     t.under_voltage_now = v & (1u << 0);
@@ -19,7 +19,7 @@ Throttled decode_throttled(std::uint32_t v) {
     return t;
 }
 
-ParseResult<Throttled> parse_throttled(std::string_view text) {
+ParseResult<Throttled> ParseThrottled(std::string_view text) {
     std::string_view value = text;
     constexpr std::string_view kKey = "throttled=";
     for (std::string_view rest = text; !rest.empty();) {
@@ -32,11 +32,11 @@ ParseResult<Throttled> parse_throttled(std::string_view text) {
         }
     }
     auto v = util::ParseHex<std::uint32_t>(util::Trim(value));
-    if (!v) return ParseResult<Throttled>::fail("get_throttled: not a 32-bit hex value");
-    return ParseResult<Throttled>::ok(decode_throttled(*v));
+    if (!v) return ParseResult<Throttled>::Fail("get_throttled: not a 32-bit hex value");
+    return ParseResult<Throttled>::Ok(DecodeThrottled(*v));
 }
 
-std::optional<ThrottledLogEvent> parse_throttled_log_line(std::string_view line) {
+std::optional<ThrottledLogEvent> ParseThrottledLogLine(std::string_view line) {
     ThrottledLogEvent e;
     if (line.find("Under-voltage detected!") != std::string_view::npos) e.under_voltage_detected = true;
     else if (line.find("Voltage normalised") == std::string_view::npos) return std::nullopt;
@@ -44,7 +44,7 @@ std::optional<ThrottledLogEvent> parse_throttled_log_line(std::string_view line)
     if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
     auto v = util::ParseHex<std::uint32_t>(util::Trim(line.substr(open + 1, close - open - 1)));
     if (!v) return std::nullopt;
-    e.flags = decode_throttled(*v);
+    e.flags = DecodeThrottled(*v);
     return e;
 }
 
