@@ -27,8 +27,9 @@ struct BoardModel {
     std::vector<std::string> config_filters;
     // Whether the default SD host driver honours sd_overclock / overclock_50:
     // bcm2835-sdhost on Pi 0-3 does; Pi 4 (sdhci-iproc emmc2) and Pi 5
-    // (sdhci-brcmstb) ignore it. Sources: FIELD-NOTES (firmware issue 726,
-    // raspberrypi/linux issue 7120), overlays README "sd_overclock".
+    // (sdhci-brcmstb) ignore it. Sources:
+    // https://github.com/raspberrypi/firmware/issues/726,
+    // https://github.com/raspberrypi/linux/issues/7120, overlays README "sd_overclock".
     bool sd_overclock_applies = false;
 };
 

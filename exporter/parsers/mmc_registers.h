@@ -70,7 +70,7 @@ ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout,
                             std::optional<unsigned> ext_csd_rev = std::nullopt);
 
 // The Pi 5 EEPROM bootloader logs "CID: 00<15 bytes>": the SDHCI response
-// without the CRC byte and with a leading 0x00 (samples/cid/08). Returns the
+// without the CRC byte and with a leading 0x00 (tests/fixtures/samples/cid/08). Returns the
 // register in sysfs order (bytes 1..15 followed by 0x00 for the stripped CRC)
 // as 32 lowercase hex digits. Accepts the whole log line or just the hex.
 // Errors: no 32-digit hex, or first byte not 0x00 (then it is not shifted).
@@ -87,7 +87,7 @@ struct Manufacturer {
 std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid);
 
 // Counterfeit/odd-ID indicators for SD cards, after the rules in
-// samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports, kernel
+// tests/fixtures/samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports, kernel
 // quirks.h): OEM "42" with MID != 0x41; MID 0x00, 0x12 or 0xfe on SD.
 // Not a verdict: reported as a flag next to the raw IDs. Always empty for MMC.
 std::vector<std::string> CidSuspicions(const Cid& cid);

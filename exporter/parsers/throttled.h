@@ -39,7 +39,7 @@ ParseResult<Throttled> ParseThrottled(std::string_view text);
 // One kernel log line of the firmware driver. The driver logs only
 // under-voltage transitions, so `value` is what the firmware returned at that
 // moment: the "occurred" bits are often clear in "Voltage normalised" lines
-// and must not be read as history (samples/throttled/05).
+// and must not be read as history (tests/fixtures/samples/throttled/05).
 struct ThrottledLogEvent {
     bool under_voltage_detected = false;  // false: "Voltage normalised"
     Throttled flags;

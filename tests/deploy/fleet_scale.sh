@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fleet scale (issue 7): how many series one node exports with the default configuration, for "a
+# Fleet scale: how many series one node exports with the default configuration, for "a
 # Raspberry Pi with one card and one USB disk", and what that costs Prometheus at the default
 # scrape interval for 10, 100 and 1,000 Pis. Asserts the total is at most 500 (the issue's target)
 # and that docs/operations.md ("Fleet scale") states the same total.

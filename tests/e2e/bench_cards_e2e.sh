@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end: `diskprobe_exporter bench` on emulated SD cards (nbdkit filters behind a loop device,
-# FIELD-NOTES), every figure side by side with fio's for the same operation, and the A1 verdict
+# tests/e2e/lib.sh), every figure side by side with fio's for the same operation, and the A1 verdict
 # against the Raspberry Pi SD card test (agnostics' sd_bench.fio and its thresholds) on a card made
 # to pass and one made to fail. Then the lock: bench beside a probing exporter.
 # Needs root, FUSE and loop devices: skips (77) outside CI without them, fails under CI=true.

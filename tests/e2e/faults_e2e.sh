@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end: failing cards (issue 5). First the mounts and kmsg collectors on the fixture root
+# End-to-end: failing cards. First the mounts and kmsg collectors on the fixture root
 # tests/fixtures/roots/faults and with an unreadable kernel log (no root needed); then, on emulated
-# cards (nbdkit error filter behind loop devices, ../shared/FIELD-NOTES.md): reads failing with
+# cards (nbdkit error filter behind loop devices, tests/e2e/lib.sh): reads failing with
 # EIO, writes failing with EIO, a card detached during probing and re-attached, read-only device
 # and filesystem, a full filesystem. Prints every figure. The emulated part needs root, FUSE and
 # loop devices: it skips (77) outside CI without them and fails under CI=true.

@@ -87,7 +87,7 @@ sample_value() {
   awk -v f="$1" -v d="device=\"$2\"" '!done && $1 ~ "^"f"\\{" && index($1, d) { printf "%.0f\n", $2; done = 1 }'
 }
 
-# --- emulated SD card (../shared/FIELD-NOTES.md): nbdkit memory plugin behind filters, exposed
+# --- emulated SD card with known latency and faults: nbdkit memory plugin behind filters, exposed
 # through nbdfuse as a file, attached as a loop device with direct I/O. Needs root, FUSE, loop.
 
 # Skips the test (exit 77, ctest's SKIP) outside CI when root, FUSE or loop devices are missing;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end: the probes on emulated SD cards (nbdkit filters behind a loop device, FIELD-NOTES),
+# End-to-end: the probes on emulated SD cards (nbdkit filters behind a loop device, tests/e2e/lib.sh),
 # side by side with fio. Prints every figure. Needs root, FUSE and loop devices: skips (77)
 # outside CI without them, fails under CI=true.
 # Usage: probes_e2e.sh <path to diskprobe_exporter>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Survival (issue 5, acceptance 3 and 9): a card that stalls (nbdkit pause filter) and a long run
+# Survival (the exporter neither crashes nor blocks a scrape on a bad card): a card that stalls (nbdkit pause filter) and a long run
 # with read/write faults switching on and off (nbdkit error filter with a trigger file).
 #   - stalled becomes 1 within the op deadline; 100 scrapes during the stall each answer in
 #     < 100 ms; after resume it returns to 0 and probes continue;

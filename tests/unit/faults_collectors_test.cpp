@@ -1,4 +1,4 @@
-// The failing-card collectors of issue 5: mounts (read-only filesystems, ext4 error records) and
+// The failing-card collectors: mounts (read-only filesystems, ext4 error records) and
 // kmsg (the kernel log follower and its counts), on the fixture root tests/fixtures/roots/faults
 // (sources in its SOURCES.md) with a golden exposition, and the kmsg samples fed through a pipe.
 #include <fcntl.h>
@@ -108,7 +108,7 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
                       "partition=\"mmcblk0p2\"} 1\n"),
             std::string::npos)
       << text;
-  // Superblock ro, mount rw (node_exporter issue 3157); the mount point's \040 decoded.
+  // Superblock ro, mount rw (https://github.com/prometheus/node_exporter/issues/3157); the mount point's \040 decoded.
   EXPECT_NE(text.find("mountpoint=\"/media/pi/USB STICK\",partition=\"sda1\"} 1\n"), std::string::npos);
   // errors=remount-ro is a policy, not a state.
   EXPECT_NE(text.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos);

@@ -148,7 +148,7 @@ TEST(KmsgRecord, BlockDeviceProperty) {
 }
 
 TEST(KmsgRecord, LoopDeviceIoErrorAsRead) {
-  // What root reads here when the emulated card fails (FIELD-NOTES.md), with its dictionary.
+  // What root reads here when the emulated card fails (tests/e2e/faults_e2e.sh, kernel 6.x), with its dictionary.
   auto r = ParseKmsgRecord(
       "3,1234,5678901,-;I/O error, dev loop0, sector 0 op 0x0:(READ) flags 0x800 phys_seg 1 prio class 2\n"
       " SUBSYSTEM=block\n DEVICE=b7:0\n");
