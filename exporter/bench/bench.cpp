@@ -282,7 +282,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
                     "the commit latency a database sees"),
   };
   for (auto& t : tests) {
-    t.block_size = t.name.rfind("seq", 0) == 0 ? kLarge : kSmall;
+    t.block_size = t.name.starts_with("seq") ? kLarge : kSmall;
     if (t.name.find("_qd" + qd) != std::string::npos) t.queue_depth = opt.queue_depth;
   }
   TestResult &seqread = tests[0], &seqwrite = tests[1], &rr1 = tests[2], &rw1 = tests[3], &rrq = tests[4],
