@@ -14,7 +14,7 @@ test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-expor
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
            prometheus-pushgateway python3-jsonschema
            man-db zlib1g-dev)  # man-db: cli_man_e2e.sh formats the man page as lintian does; zlib: gzip_test inflates
-# Fleet deployment tests (issue 7): Ansible role lint and chroot run, compose file check,
+# Fleet deployment tests (one per way of installing on many Pis): Ansible role lint and chroot run, compose file check,
 # Containerfile build (buildah, rootful, vfs storage) and run (podman with runc: crun cannot start
 # containers in some sandboxes; getcap from libcap2-bin), Kubernetes manifests (schemas from npm),
 # systemd-nspawn (systemd-container) boots a root for the Ansible role's start/reload checks.

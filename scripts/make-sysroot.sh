@@ -4,7 +4,7 @@
 # unpacked with dpkg -x. Nothing is installed into the machine: apt runs with its own state,
 # lists and cache under the output directory and an empty dpkg status, so it resolves the whole
 # dependency closure as for an empty system. (Installing libyaml-cpp-dev:arm64 etc. into the
-# machine root replaces the amd64 -dev packages: ../shared/FIELD-NOTES.md.) It also writes a dpkg
+# machine root replaces the amd64 -dev packages: they are not co-installable across architectures.) It also writes a dpkg
 # database of them in <output>/var/lib/dpkg (scripts/cross-dpkg-db.sh), for dpkg-shlibdeps.
 #   scripts/make-sysroot.sh arm64 [build/sysroot-arm64]
 #   scripts/make-sysroot.sh armhf [build/sysroot-armhf]

@@ -19,6 +19,7 @@
 #include "probes/io.h"
 #include "probes/probe_file.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "version.h"
 
 namespace diskprobe::bench {
@@ -142,7 +143,7 @@ std::optional<unsigned> ClaimedAppClass(const std::string& sysfs, const std::str
                                 : Errno("cannot read " + path, f.error);
     return std::nullopt;
   }
-  auto ssr = parsers::decode_ssr(util::Trim(f.text));
+  auto ssr = parsers::DecodeSsr(util::Trim(f.text));
   if (!ssr) {
     *source = path + ": " + ssr.error;
     return std::nullopt;
@@ -281,7 +282,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
                     "the commit latency a database sees"),
   };
   for (auto& t : tests) {
-    t.block_size = t.name.rfind("seq", 0) == 0 ? kLarge : kSmall;
+    t.block_size = t.name.starts_with("seq") ? kLarge : kSmall;
     if (t.name.find("_qd" + qd) != std::string::npos) t.queue_depth = opt.queue_depth;
   }
   TestResult &seqread = tests[0], &seqwrite = tests[1], &rr1 = tests[2], &rw1 = tests[3], &rrq = tests[4],

@@ -9,6 +9,8 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "util/strings.h"
+
 namespace diskprobe::bench {
 namespace {
 
@@ -160,8 +162,8 @@ std::optional<PushTarget> ParsePushUrl(const std::string& url, std::string* erro
   if (colon == std::string::npos || (slash != std::string::npos && slash < colon)) return bad("no port");
   if (colon == host_start) return bad("no host");
   std::string port = url.substr(colon + 1, slash == std::string::npos ? std::string::npos : slash - colon - 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) == 0 || std::stoul(port) > 65535)
+  const auto port_number = util::ParseNumber<unsigned>(port);
+  if (!port_number || port.size() > 5 || *port_number == 0 || *port_number > 65535)
     return bad("bad port \"" + port + "\"");
   if (slash != std::string::npos && url.substr(slash) != "/") return bad("a path (the job's path is added by the bench)");
   return PushTarget{url.substr(0, colon), port};

@@ -6,6 +6,7 @@
 
 #include "parsers/block_stat.h"
 #include "util/file.h"
+#include "util/strings.h"
 
 namespace diskprobe::collectors {
 namespace {

@@ -5,6 +5,7 @@
 #include "parsers/throttled.h"
 #include "sources/board_model.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/sysfs_dir.h"
 
 namespace diskprobe::collectors {
@@ -52,7 +53,7 @@ CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out)
                "Board model from the device tree; value 1. family: config.txt filter family (pi0..pi5).",
                MetricType::Gauge);
     const std::string revision = model_->revision.value_or("");
-    out.Sample({{"family", parsers::to_string(model_->family)},
+    out.Sample({{"family", parsers::ToString(model_->family)},
                 {"model", model_->model},
                 {"revision", revision},
                 {"variant", model_->variant}},
@@ -69,7 +70,7 @@ CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out)
   std::string failure;
   if (!throttled_path_.empty()) {
     util::FileContent f = util::ReadAttribute(throttled_path_);
-    auto t = f.ok() ? parsers::parse_throttled(f.text) : parsers::ParseResult<parsers::Throttled>::fail(std::strerror(f.error));
+    auto t = f.ok() ? parsers::ParseThrottled(f.text) : parsers::ParseResult<parsers::Throttled>::Fail(std::strerror(f.error));
     if (!t) {
       failure = throttled_path_ + ": " + t.error;
     } else {

@@ -109,7 +109,7 @@ CollectResult BootConfigCollector::Collect(const ScrapeContext& ctx, FamilySink&
     stamps.push_back(*s);
     return std::move(f.text);
   };
-  parsers::BootConfig cfg = parsers::parse_boot_config(text.text, in);
+  parsers::BootConfig cfg = parsers::ParseBootConfig(text.text, in);
 
   std::string text_out;
   FamilySink fams(&text_out);
@@ -134,7 +134,7 @@ CollectResult BootConfigCollector::Collect(const ScrapeContext& ctx, FamilySink&
               "1 when this board's SD host driver applies sd_overclock (bcm2835-sdhost, Pi 0-3), 0 when it "
               "ignores it (Pi 4, Pi 5).",
               MetricType::Gauge);
-  if (board_ && board_->raspberry_pi && board_->family != parsers::BoardFamily::unknown)
+  if (board_ && board_->raspberry_pi && board_->family != parsers::BoardFamily::kUnknown)
     fams.Sample({}, board_->sd_overclock_applies ? 1 : 0);
   fams.Family("diskprobe_boot_config_unevaluated_sections",
               "Conditional sections of config.txt whose filter the exporter cannot evaluate; their settings "

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/log.h"
 
 namespace diskprobe::collectors {
@@ -51,16 +52,16 @@ Card ReadCard(const std::string& devdir, const std::string& cid_raw) {
   c.type = Trimmed(dir, "type");
   c.fwrev = Trimmed(dir, "fwrev");
   c.read_at = std::chrono::steady_clock::now();
-  const p::CardLayout layout = c.type == "MMC" ? p::CardLayout::mmc : p::CardLayout::sd;
+  const p::CardLayout layout = c.type == "MMC" ? p::CardLayout::kMmc : p::CardLayout::kSd;
 
   std::optional<unsigned> ext_csd_rev;
-  if (layout == p::CardLayout::mmc) {
+  if (layout == p::CardLayout::kMmc) {
     std::string rev = Trimmed(dir, "rev");
     if (!rev.empty()) ext_csd_rev = static_cast<unsigned>(std::strtoul(rev.c_str(), nullptr, 16));
   }
-  if (auto r = p::decode_cid(cid_raw, layout, ext_csd_rev)) {
+  if (auto r = p::DecodeCid(cid_raw, layout, ext_csd_rev)) {
     c.cid = *r;
-    c.suspicions = p::cid_suspicions(*r);
+    c.suspicions = p::CidSuspicions(*r);
   } else {
     c.rejected["cid"] = r.error;
   }
@@ -68,7 +69,7 @@ Card ReadCard(const std::string& devdir, const std::string& cid_raw) {
   int err = 0;
   std::string csd = Trimmed(dir, "csd", &err);
   if (err == 0) {
-    if (auto r = p::decode_csd(csd, layout)) {
+    if (auto r = p::DecodeCsd(csd, layout)) {
       // The kernel sizes an SD card's block device from the CSD, so the two agree unless the
       // register (or our decoding of it) is wrong.
       auto sectors = util::ParseU64(Trimmed(devdir, "size"));
@@ -81,32 +82,32 @@ Card ReadCard(const std::string& devdir, const std::string& cid_raw) {
       c.rejected["csd"] = r.error;
     }
   }
-  if (layout == p::CardLayout::sd) {
+  if (layout == p::CardLayout::kSd) {
     std::string scr = Trimmed(dir, "scr", &err);
     if (err == 0) {
-      if (auto r = p::decode_scr(scr)) c.scr = *r;
+      if (auto r = p::DecodeScr(scr)) c.scr = *r;
       else c.rejected["scr"] = r.error;
     }
     std::string ssr = Trimmed(dir, "ssr", &err);
     if (err == 0) {
-      if (auto r = p::decode_ssr(ssr)) c.ssr = *r;
+      if (auto r = p::DecodeSsr(ssr)) c.ssr = *r;
       else c.rejected["ssr"] = r.error;
     }
   } else {
     std::string lt = Trimmed(dir, "life_time", &err);
     if (err == 0) {
-      auto r = p::parse_life_time(lt);
+      auto r = p::ParseLifeTime(lt);
       using S = p::LifeTimeEstimate::State;
       if (!r) c.rejected["life_time"] = r.error;
-      else if (r->type_a.state == S::reserved || r->type_b.state == S::reserved)
+      else if (r->type_a.state == S::kReserved || r->type_b.state == S::kReserved)
         c.rejected["life_time"] = "reserved value " + lt;
       else c.life_time = *r;
     }
     std::string eol = Trimmed(dir, "pre_eol_info", &err);
     if (err == 0) {
-      auto r = p::parse_pre_eol_info(eol);
+      auto r = p::ParsePreEolInfo(eol);
       if (!r) c.rejected["pre_eol_info"] = r.error;
-      else if (r->state == p::PreEolInfo::reserved) c.rejected["pre_eol_info"] = "reserved value " + eol;
+      else if (r->state == p::PreEolInfo::kReserved) c.rejected["pre_eol_info"] = "reserved value " + eol;
       else c.pre_eol = *r;
     }
   }
@@ -187,15 +188,15 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
     if (c.cid) {
       const p::Cid& id = *c.cid;
       const p::CardLayout layout = id.layout;
-      if (id.date_valid()) {
+      if (id.DateValid()) {
         char buf[16];
         std::snprintf(buf, sizeof buf, "%04u-%02u", id.year, id.month);
         date = buf;
       }
-      if (auto m = p::lookup_manufacturer(layout, id.manfid)) maker = std::string(m->name);
+      if (auto m = p::LookupManufacturer(layout, id.manfid)) maker = std::string(m->name);
       manfid = Hex(id.manfid, 2);
       name = CleanName(id.name);
-      oemid = !id.oemid_text.empty() ? id.oemid_text : Hex(id.oemid, layout == p::CardLayout::sd ? 4 : 2);
+      oemid = !id.oemid_text.empty() ? id.oemid_text : Hex(id.oemid, layout == p::CardLayout::kSd ? 4 : 2);
       revision = std::to_string(id.prv_major) + "." + std::to_string(id.prv_minor);
       serial = Hex(id.serial, 8);
     }
@@ -228,7 +229,7 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
   Family(out, rows, "diskprobe_mmc_card_speed_class", "SD speed class the card claims: 0, 2, 4, 6 or 10 (SSR SPEED_CLASS).",
          [](const Card& c) -> std::optional<double> {
            if (!c.ssr) return std::nullopt;
-           auto v = c.ssr->speed_class();
+           auto v = c.ssr->SpeedClass();
            return v ? std::optional<double>(*v) : std::nullopt;
          });
   Family(out, rows, "diskprobe_mmc_card_uhs_speed_grade", "UHS speed grade: 0 none, 1 U1, 3 U3 (SSR UHS_SPEED_GRADE).",
@@ -252,12 +253,12 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
   for (const auto& r : rows) {
     if (!r.card->life_time) continue;
     for (const auto& [type, est] : {std::pair{"A", r.card->life_time->type_a}, std::pair{"B", r.card->life_time->type_b}})
-      if (est.state != p::LifeTimeEstimate::State::not_defined) out.Sample({{"device", *r.device}, {"type", type}}, est.raw);
+      if (est.state != p::LifeTimeEstimate::State::kNotDefined) out.Sample({{"device", *r.device}, {"type", type}}, est.raw);
   }
   Family(out, rows, "diskprobe_mmc_card_pre_eol_info",
          "eMMC reserved blocks consumed: 1 normal, 2 warning (80 %), 3 urgent (90 %) (PRE_EOL_INFO).",
          [](const Card& c) -> std::optional<double> {
-           if (!c.pre_eol || c.pre_eol->state == p::PreEolInfo::not_defined) return std::nullopt;
+           if (!c.pre_eol || c.pre_eol->state == p::PreEolInfo::kNotDefined) return std::nullopt;
            return static_cast<double>(c.pre_eol->raw);
          });
   out.Family("diskprobe_mmc_card_register_rejected_total",

@@ -81,7 +81,7 @@ CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out
       if (failure.empty()) failure = Reason(path, f.error, ctx.paths.debugfs);
       continue;
     }
-    auto ios = parsers::parse_mmc_ios(f.text);
+    auto ios = parsers::ParseMmcIos(f.text);
     if (!ios) {
       if (failure.empty()) failure = path + ": " + ios.error;
       continue;
@@ -116,7 +116,7 @@ CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out
   for (const auto& d : data) {
     if (!d.ios.timing_code) continue;
     std::string name = d.ios.timing_name ? *d.ios.timing_name
-                                         : std::string(parsers::mmc_timing_name(*d.ios.timing_code).value_or(""));
+                                         : std::string(parsers::MmcTimingName(*d.ios.timing_code).value_or(""));
     out.Sample({{"device", d.host.device}, {"host", d.host.host}, {"timing", name}}, *d.ios.timing_code);
   }
   return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));

@@ -14,6 +14,7 @@
 #include "parsers/ext4_sysfs.h"
 #include "parsers/mountinfo.h"
 #include "util/file.h"
+#include "util/strings.h"
 
 namespace diskprobe::collectors {
 namespace {

@@ -16,7 +16,7 @@
 //       kept open (util::SysfsAttributes).
 // Read-only is parsers::IsReadOnly: "ro" in the mount or superblock options, or "emergency_ro"
 // (6.15+). Kernels 6.12-6.14 show no sign of an ext4 error remount in mountinfo: the ext4 error
-// counter and the kmsg collector's remount_ro kind cover them (FIELD-NOTES.md).
+// counter and the kmsg collector's remount_ro kind cover them.
 // mountinfo unreadable: no series, the collector fails, the reason is logged once.
 #include <chrono>
 #include <cstdint>

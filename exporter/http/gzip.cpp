@@ -7,7 +7,7 @@
 #include <charconv>
 #include <mutex>
 
-#include "util/file.h"
+#include "util/strings.h"
 
 namespace diskprobe::http {
 

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "http/tls.h"
-#include "util/file.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace diskprobe::http {
 

@@ -5,7 +5,7 @@
 // dlopen("libssl.so") and dlopen("libcrypto.so"), then dlsym()s each function from those handles.
 // On OpenSSL 3 two things break: SSL_get_peer_certificate no longer exists (it became
 // SSL_get1_peer_certificate), so civetweb calls a NULL pointer on the first HTTPS connection
-// (upstream civetweb issue 1334); and the unversioned names exist only where libssl-dev is
+// (https://github.com/civetweb/civetweb/issues/1334); and the unversioned names exist only where libssl-dev is
 // installed, which a Pi running the exporter does not have. docs/architecture.md weighs the options.
 //
 // The fix: two tiny compat libraries, shipped with the exporter in a private directory
@@ -20,7 +20,7 @@
 // exporter-toolkit option maps onto OpenSSL calls rather than onto civetweb's narrower options.
 // That code, and basic auth's HMAC, sit inside the compat libraries (openssl_compat/compat_api.h):
 // the exporter binary does not link OpenSSL, so without --web.config.file no OpenSSL page is
-// mapped (1.7 MiB of RSS on x86-64; the memory target of issue 2).
+// mapped (1.7 MiB of RSS on x86-64, against an RSS target of a third of node_exporter's).
 #include <cstddef>
 #include <string>
 

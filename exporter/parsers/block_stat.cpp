@@ -1,7 +1,8 @@
 #include "parsers/block_stat.h"
 
 #include <array>
-#include <charconv>
+
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 namespace {
@@ -21,21 +22,15 @@ std::string_view NextToken(std::string_view& s) {
   return tok;
 }
 
-bool ToU64(std::string_view t, std::uint64_t* v) {
-  if (t.empty()) return false;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v, 10);
-  return ec == std::errc() && p == t.data() + t.size();
-}
-
 }  // namespace
 
 std::optional<BlockStat> ParseBlockStat(std::string_view text) {
   std::array<std::uint64_t, kMaxFields> f{};
   int n = 0;
   for (std::string_view tok = NextToken(text); !tok.empty(); tok = NextToken(text)) {
-    std::uint64_t v;
-    if (!ToU64(tok, &v)) return std::nullopt;
-    if (n < static_cast<int>(kMaxFields)) f[static_cast<std::size_t>(n)] = v;
+    auto v = util::ParseNumber<std::uint64_t>(tok);
+    if (!v) return std::nullopt;
+    if (n < static_cast<int>(kMaxFields)) f[static_cast<std::size_t>(n)] = *v;
     ++n;
   }
   if (n < 11 || (n > 11 && n < 15) || n == 16) return std::nullopt;
@@ -67,16 +62,17 @@ std::optional<BlockStat> ParseBlockStat(std::string_view text) {
 
 std::optional<DiskstatsLine> ParseDiskstatsLine(std::string_view line) {
   DiskstatsLine out;
-  std::uint64_t major, minor;
-  if (!ToU64(NextToken(line), &major) || !ToU64(NextToken(line), &minor)) return std::nullopt;
+  const auto major = util::ParseNumber<std::uint64_t>(NextToken(line));
+  if (!major) return std::nullopt;
+  const auto minor = util::ParseNumber<std::uint64_t>(NextToken(line));
+  if (!minor) return std::nullopt;
   std::string_view name = NextToken(line);
-  std::uint64_t ignored;
   // A kernel name never is a bare number; a number here is /proc/partitions' #blocks column.
-  if (name.empty() || ToU64(name, &ignored)) return std::nullopt;
+  if (name.empty() || util::ParseNumber<std::uint64_t>(name)) return std::nullopt;
   auto stat = ParseBlockStat(line);
-  if (!stat || major > 0xffffffffu || minor > 0xffffffffu) return std::nullopt;
-  out.major = static_cast<unsigned>(major);
-  out.minor = static_cast<unsigned>(minor);
+  if (!stat || *major > 0xffffffffu || *minor > 0xffffffffu) return std::nullopt;
+  out.major = static_cast<unsigned>(*major);
+  out.minor = static_cast<unsigned>(*minor);
   out.name = std::string(name);
   out.stat = *stat;
   return out;

@@ -7,7 +7,7 @@
 // kernel does not have is std::nullopt, never 0. Sectors are always 512-byte units, whatever the
 // device's logical block size; times are milliseconds. On 32-bit kernels (armhf Raspberry Pi OS)
 // the fields are `unsigned long` and wrap at 2^32; on 64-bit kernels they exceed 2^32 (seen in
-// psutil issue 807: sectors_read 4732260326).
+// https://github.com/giampaolo/psutil/issues/807: sectors_read 4732260326).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,7 +45,7 @@ std::optional<BlockStat> ParseBlockStat(std::string_view text);
 struct DiskstatsLine {
   unsigned major = 0;
   unsigned minor = 0;
-  std::string name;  // kernel name; need not match sd*/mmcblk* (Synology: "sata1", beszel issue 365)
+  std::string name;  // kernel name; need not match sd*/mmcblk* (Synology: "sata1", https://github.com/henrygd/beszel/issues/365)
   BlockStat stat;
 };
 

@@ -12,13 +12,13 @@
 
 namespace diskprobe::parsers {
 
-enum class BoardFamily { unknown, pi0, pi1, pi2, pi3, pi4, pi5 };
-std::string_view to_string(BoardFamily family);  // "pi0".."pi5", "unknown"
+enum class BoardFamily { kUnknown, kPi0, kPi1, kPi2, kPi3, kPi4, kPi5 };
+std::string_view ToString(BoardFamily family);  // "pi0".."pi5", "unknown"
 
 struct BoardModel {
     std::string model;             // cleaned string, e.g. "Raspberry Pi 3 Model B Plus Rev 1.3"
     bool raspberry_pi = false;     // model starts with "Raspberry Pi "
-    BoardFamily family = BoardFamily::unknown;
+    BoardFamily family = BoardFamily::kUnknown;
     std::string variant;           // "3B+", "4B", "400", "CM4", "Zero 2 W", "5B", "500", "CM5"...
     std::optional<std::string> revision;  // "1.3" (digits.digits after "Rev ")
     bool compute_module = false;
@@ -27,18 +27,19 @@ struct BoardModel {
     std::vector<std::string> config_filters;
     // Whether the default SD host driver honours sd_overclock / overclock_50:
     // bcm2835-sdhost on Pi 0-3 does; Pi 4 (sdhci-iproc emmc2) and Pi 5
-    // (sdhci-brcmstb) ignore it. Sources: FIELD-NOTES (firmware issue 726,
-    // raspberrypi/linux issue 7120), overlays README "sd_overclock".
+    // (sdhci-brcmstb) ignore it. Sources:
+    // https://github.com/raspberrypi/firmware/issues/726,
+    // https://github.com/raspberrypi/linux/issues/7120, overlays README "sd_overclock".
     bool sd_overclock_applies = false;
 };
 
 // Cleans the raw property: cuts at the first NUL, trims whitespace. Returns
 // nullopt for empty input (no device tree: not a Pi, or not an ARM DT board).
 // A non-Pi model is returned with raspberry_pi=false and family unknown.
-std::optional<BoardModel> parse_board_model(std::string_view raw);
+std::optional<BoardModel> ParseBoardModel(std::string_view raw);
 
 // The "Model\t\t: ..." line of /proc/cpuinfo (which the kernel copies from
 // the DT model) -> the value, for hosts without /proc/device-tree.
-std::optional<std::string> model_from_cpuinfo(std::string_view cpuinfo);
+std::optional<std::string> ModelFromCpuinfo(std::string_view cpuinfo);
 
 }  // namespace diskprobe::parsers

@@ -44,7 +44,7 @@ namespace diskprobe::parsers {
 using BootFileLoader = std::function<std::optional<std::string>(std::string_view path)>;
 
 struct BootConfigInput {
-    // Board to evaluate model filters for (from parse_board_model). nullopt or
+    // Board to evaluate model filters for (from ParseBoardModel). nullopt or
     // a board without config_filters: every model filter is unevaluated.
     std::optional<BoardModel> board;
     BootFileLoader load_file;           // empty: includes are reported, not followed
@@ -117,6 +117,6 @@ struct BootConfig {
 };
 
 // Parse and evaluate. Never fails as a whole: problems are diagnostics.
-BootConfig parse_boot_config(std::string_view text, const BootConfigInput& input);
+BootConfig ParseBootConfig(std::string_view text, const BootConfigInput& input);
 
 }  // namespace diskprobe::parsers

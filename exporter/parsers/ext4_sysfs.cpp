@@ -1,25 +1,14 @@
 #include "parsers/ext4_sysfs.h"
 
-#include <charconv>
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 namespace {
 
-std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
+// The attributes end in '\n' ("%u\n"); surrounding whitespace is allowed.
 template <typename T>
 std::optional<T> ParseNumber(std::string_view s) {
-  s = TrimSpace(s);
-  T value{};
-  if (s.empty() || s[0] == '+') return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
+  return util::ParseNumber<T>(util::Trim(s));
 }
 
 // Value of `name` in `files`, nullopt when the file was not read.

@@ -1,29 +1,14 @@
 #include "parsers/kmsg.h"
 
 #include <array>
-#include <charconv>
+
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-template <typename T>
-std::optional<T> ParseNumber(std::string_view s) {
-  T value{};
-  if (s.empty()) return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
 
 // Leading decimal digits of s (possibly with a leading '-'), advancing s past them.
 template <typename T>
@@ -32,16 +17,15 @@ std::optional<T> TakeNumber(std::string_view& s) {
   std::size_t start = n;
   while (n < s.size() && IsDigit(s[n])) ++n;
   if (n == start) return std::nullopt;
-  auto value = ParseNumber<T>(s.substr(0, n));
+  auto value = util::ParseNumber<T>(s.substr(0, n));
   if (value) s.remove_prefix(n);
   return value;
 }
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 bool Contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
 bool ConsumePrefix(std::string_view& s, std::string_view prefix) {
-  if (!StartsWith(s, prefix)) return false;
+  if (!s.starts_with(prefix)) return false;
   s.remove_prefix(prefix.size());
   return true;
 }
@@ -95,9 +79,9 @@ KmsgEvent MakeEvent(KmsgKind kind, std::string_view device, std::string_view hos
 
 // mmc errno -> kind: -110 ETIMEDOUT, -84 EILSEQ (the mmc core's CRC error), anything else I/O.
 KmsgKind KindOfMmcErrno(int err) {
-  if (err == -110) return KmsgKind::timeout;
-  if (err == -84) return KmsgKind::crc_error;
-  return KmsgKind::io_error;
+  if (err == -110) return KmsgKind::kTimeout;
+  if (err == -84) return KmsgKind::kCrcError;
+  return KmsgKind::kIoError;
 }
 
 // Functions whose printk_ratelimited() produce "<func>: N callbacks suppressed" (the name is the
@@ -109,12 +93,12 @@ struct SuppressedSource {
   KmsgKind kind;
 };
 constexpr std::array<SuppressedSource, 6> kSuppressedSources{{
-    {"blk_update_request", KmsgKind::io_error},   // 3.x-5.x block/blk-core.c
-    {"print_req_error", KmsgKind::io_error},      // 4.19-5.x block/blk-core.c
-    {"blk_print_req_error", KmsgKind::io_error},  // 5.17+ block/blk-mq.c
-    {"buffer_io_error", KmsgKind::io_error},      // fs/buffer.c
-    {"end_buffer_async_write", KmsgKind::io_error},
-    {"EXT4-fs error", KmsgKind::filesystem_error},  // fs/ext4/super.c ext4_error_ratelimit
+    {"blk_update_request", KmsgKind::kIoError},   // 3.x-5.x block/blk-core.c
+    {"print_req_error", KmsgKind::kIoError},      // 4.19-5.x block/blk-core.c
+    {"blk_print_req_error", KmsgKind::kIoError},  // 5.17+ block/blk-mq.c
+    {"buffer_io_error", KmsgKind::kIoError},      // fs/buffer.c
+    {"end_buffer_async_write", KmsgKind::kIoError},
+    {"EXT4-fs error", KmsgKind::kFilesystemError},  // fs/ext4/super.c ext4_error_ratelimit
 }};
 
 std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
@@ -124,7 +108,7 @@ std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
   std::string_view head = message.substr(0, message.size() - kTail.size());
   std::size_t sep = head.rfind(": ");
   if (sep == std::string_view::npos) return std::nullopt;
-  auto count = ParseNumber<std::uint64_t>(head.substr(sep + 2));
+  auto count = util::ParseNumber<std::uint64_t>(head.substr(sep + 2));
   if (!count) return std::nullopt;
   std::string_view function = head.substr(0, sep);
   for (const auto& source : kSuppressedSources) {
@@ -152,11 +136,11 @@ std::optional<KmsgEvent> ClassifyBlockError(std::string_view message) {
   static constexpr std::array<std::string_view, 4> kIgnored{
       "operation not supported", "reservation conflict", "critical space allocation", "zone"};
   for (std::string_view ignored : kIgnored)
-    if (StartsWith(name, ignored)) return std::nullopt;
+    if (name.starts_with(ignored)) return std::nullopt;
   std::string_view rest = message.substr(at + kMarker.size());
   std::string_view device = TakeUntilAny(rest, ", ");
   if (!IsDeviceName(device) || device == "?") return std::nullopt;
-  KmsgEvent e = MakeEvent(name == "timeout" ? KmsgKind::timeout : KmsgKind::io_error, device);
+  KmsgEvent e = MakeEvent(name == "timeout" ? KmsgKind::kTimeout : KmsgKind::kIoError, device);
   if (ConsumePrefix(rest, ", sector ")) e.sector = TakeNumber<std::uint64_t>(rest);
   return e;
 }
@@ -168,7 +152,7 @@ std::optional<KmsgEvent> ClassifyBufferError(std::string_view message) {
   if (!ConsumePrefix(rest, "device ") && !ConsumePrefix(rest, "dev ")) return std::nullopt;
   std::string_view device = TakeUntilAny(rest, ", ");
   if (!IsDeviceName(device)) return std::nullopt;
-  return MakeEvent(KmsgKind::io_error, device);
+  return MakeEvent(KmsgKind::kIoError, device);
 }
 
 // Device in "... for|on device <journal>." of jbd2 messages.
@@ -183,12 +167,12 @@ std::optional<std::string> JournalAfter(std::string_view message, std::string_vi
 }
 
 std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
-  if (StartsWith(message, "Aborting journal on device ")) {
+  if (message.starts_with("Aborting journal on device ")) {
     auto dev = JournalAfter(message, "Aborting journal on device ");
     if (!dev) return std::nullopt;
-    return MakeEvent(KmsgKind::remount_ro, *dev);
+    return MakeEvent(KmsgKind::kRemountRo, *dev);
   }
-  if (!StartsWith(message, "JBD2: ")) return std::nullopt;
+  if (!message.starts_with("JBD2: ")) return std::nullopt;
   // "JBD2: Error -5 detected when updating journal superblock for sda1-8." (3.x-6.x)
   // "JBD2: I/O error when updating journal superblock for mmcblk1p5-8"     (6.x)
   // "JBD2: Detected IO errors while flushing file data on sda1-8"
@@ -198,7 +182,7 @@ std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
   else if (Contains(message, "Detected IO errors while flushing file data on "))
     dev = JournalAfter(message, "Detected IO errors while flushing file data on ");
   if (!dev) return std::nullopt;
-  KmsgEvent e = MakeEvent(KmsgKind::io_error, *dev);
+  KmsgEvent e = MakeEvent(KmsgKind::kIoError, *dev);
   std::string_view rest = message.substr(6);
   if (ConsumePrefix(rest, "Error ")) e.error = TakeNumber<int>(rest);
   return e;
@@ -212,18 +196,18 @@ std::optional<KmsgEvent> ClassifyExt4(std::string_view message) {
   if (ConsumePrefix(rest, "error (device ")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev)) return std::nullopt;
-    return MakeEvent(KmsgKind::filesystem_error, dev);
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
   }
   if (ConsumePrefix(rest, "warning (device ")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev) || !Contains(rest, "I/O error")) return std::nullopt;
-    return MakeEvent(KmsgKind::io_error, dev);
+    return MakeEvent(KmsgKind::kIoError, dev);
   }
   if (ConsumePrefix(rest, "(")) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
-    if (StartsWith(rest, "Remounting filesystem read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
-    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::io_error, dev);
+    if (rest.starts_with("Remounting filesystem read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
+    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::kIoError, dev);
   }
   return std::nullopt;
 }
@@ -235,8 +219,8 @@ std::optional<KmsgEvent> ClassifyFat(std::string_view message) {
   if (!ConsumePrefix(rest, "FAT-fs (")) return std::nullopt;
   std::string_view dev = TakeUntilAny(rest, ")");
   if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
-  if (StartsWith(rest, "Filesystem has been set read-only")) return MakeEvent(KmsgKind::remount_ro, dev);
-  if (StartsWith(rest, "error,")) return MakeEvent(KmsgKind::filesystem_error, dev);
+  if (rest.starts_with("Filesystem has been set read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
+  if (rest.starts_with("error,")) return MakeEvent(KmsgKind::kFilesystemError, dev);
   return std::nullopt;
 }
 
@@ -246,21 +230,21 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
   if (!split) return std::nullopt;
   auto [name, rest] = *split;
   bool host = IsMmcHost(name);
-  bool disk = !host && StartsWith(name, "mmcblk") && IsDeviceName(name);
+  bool disk = !host && name.starts_with("mmcblk") && IsDeviceName(name);
   if (!host && !disk) return std::nullopt;
   auto event = [&](KmsgKind kind) { return host ? MakeEvent(kind, {}, name) : MakeEvent(kind, name); };
 
   // drivers/mmc/host/bcm2835-sdhost.c (Pi <= 3): pr_warn without '\n', so on old kernels the next
   // printk may be glued to it: match anywhere.
-  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::overclock_reduced);
+  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::kOverclockReduced);
   // drivers/mmc/core/core.c mmc_cqe_recovery
-  if (StartsWith(rest, "running CQE recovery")) return event(KmsgKind::cqe_recovery);
+  if (rest.starts_with("running CQE recovery")) return event(KmsgKind::kCqeRecovery);
   // drivers/mmc/core/bus.c mmc_remove_card: "card %04x removed"; old core "Card removed during transfer!"
-  if ((StartsWith(rest, "card ") && Contains(rest, " removed")) || StartsWith(rest, "Card removed during transfer"))
-    return event(KmsgKind::card_removed);
+  if ((rest.starts_with("card ") && Contains(rest, " removed")) || rest.starts_with("Card removed during transfer"))
+    return event(KmsgKind::kCardRemoved);
   // drivers/mmc/core/core.c mmc_hw_reset: "tried to HW reset card, got error %d"
-  if (StartsWith(rest, "tried to HW reset card")) {
-    KmsgEvent e = event(KmsgKind::card_removed);
+  if (rest.starts_with("tried to HW reset card")) {
+    KmsgEvent e = event(KmsgKind::kCardRemoved);
     std::size_t at = rest.find("error ");
     if (at != std::string_view::npos) {
       std::string_view num = rest.substr(at + 6);
@@ -269,14 +253,14 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
     return e;
   }
   // drivers/mmc/core/block.c: "%s: recovery failed!"
-  if (StartsWith(rest, "recovery failed")) return event(KmsgKind::card_removed);
+  if (rest.starts_with("recovery failed")) return event(KmsgKind::kCardRemoved);
   // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835-sdhost "timeout waiting for
   // hardware interrupt.", bcm2835-sdhost "command never completed.", sdhci "Reset 0x%x never
   // completed.", cqhci "cqhci: timeout for tag %d", block.c "Card stuck in programming state!".
-  if (StartsWith(rest, "Timeout waiting for hardware") || StartsWith(rest, "timeout waiting for hardware") ||
-      Contains(rest, "never completed") || StartsWith(rest, "cqhci: timeout for tag") ||
-      StartsWith(rest, "Card stuck") || StartsWith(rest, "Controller never released inhibit"))
-    return event(KmsgKind::timeout);
+  if (rest.starts_with("Timeout waiting for hardware") || rest.starts_with("timeout waiting for hardware") ||
+      Contains(rest, "never completed") || rest.starts_with("cqhci: timeout for tag") ||
+      rest.starts_with("Card stuck") || rest.starts_with("Controller never released inhibit"))
+    return event(KmsgKind::kTimeout);
   // drivers/mmc/core/*.c: "error %d whilst initialising SD card", "error %d transferring data,
   // sector ...", "error %d sending stop command, ...", "error %d requesting status",
   // "cache flush error %d".
@@ -300,8 +284,8 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
 // Pi firmware: "Under-voltage detected! (0x00050005)" (older raspberrypi-hwmon / firmware driver)
 // and "hwmon hwmon1: Undervoltage detected!" (newer raspberrypi-hwmon dev_crit).
 std::optional<KmsgEvent> ClassifyUnderVoltage(std::string_view message) {
-  if (StartsWith(message, "Under-voltage detected!") || Contains(message, "Undervoltage detected!"))
-    return MakeEvent(KmsgKind::under_voltage, {});
+  if (message.starts_with("Under-voltage detected!") || Contains(message, "Undervoltage detected!"))
+    return MakeEvent(KmsgKind::kUnderVoltage, {});
   return std::nullopt;
 }
 
@@ -318,7 +302,7 @@ std::string DecodeKmsgEscapes(std::string_view text) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x') {
-      int hi = HexValue(text[i + 2]), lo = HexValue(text[i + 3]);
+      int hi = util::HexDigitValue(text[i + 2]), lo = util::HexDigitValue(text[i + 3]);
       if (hi >= 0 && lo >= 0) {
         out.push_back(static_cast<char>(hi * 16 + lo));
         i += 3;
@@ -345,9 +329,9 @@ std::optional<KmsgRecord> ParseKmsgRecord(std::string_view record) {
     prefix.remove_prefix(comma + 1);
   }
   if (n < 4) return std::nullopt;
-  auto prio = ParseNumber<unsigned>(fields[0]);
-  auto seq = ParseNumber<std::uint64_t>(fields[1]);
-  auto ts = ParseNumber<std::uint64_t>(fields[2]);
+  auto prio = util::ParseNumber<unsigned>(fields[0]);
+  auto seq = util::ParseNumber<std::uint64_t>(fields[1]);
+  auto ts = util::ParseNumber<std::uint64_t>(fields[2]);
   if (!prio || !seq || !ts || fields[3].empty()) return std::nullopt;
 
   KmsgRecord r;
@@ -384,15 +368,15 @@ std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value) {
     case 'c': {
       std::size_t colon = rest.find(':');
       if (colon == std::string_view::npos) return std::nullopt;
-      auto major = ParseNumber<unsigned>(rest.substr(0, colon));
-      auto minor = ParseNumber<unsigned>(rest.substr(colon + 1));
+      auto major = util::ParseNumber<unsigned>(rest.substr(0, colon));
+      auto minor = util::ParseNumber<unsigned>(rest.substr(colon + 1));
       if (!major || !minor) return std::nullopt;
       d.major = *major;
       d.minor = *minor;
       return d;
     }
     case 'n': {
-      auto ifindex = ParseNumber<unsigned>(rest);
+      auto ifindex = util::ParseNumber<unsigned>(rest);
       if (!ifindex) return std::nullopt;
       d.ifindex = *ifindex;
       return d;
@@ -411,15 +395,15 @@ std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value) {
 
 std::string_view ToString(KmsgKind kind) {
   switch (kind) {
-    case KmsgKind::io_error: return "io_error";
-    case KmsgKind::timeout: return "timeout";
-    case KmsgKind::crc_error: return "crc_error";
-    case KmsgKind::card_removed: return "card_removed";
-    case KmsgKind::overclock_reduced: return "overclock_reduced";
-    case KmsgKind::filesystem_error: return "filesystem_error";
-    case KmsgKind::remount_ro: return "remount_ro";
-    case KmsgKind::under_voltage: return "under_voltage";
-    case KmsgKind::cqe_recovery: return "cqe_recovery";
+    case KmsgKind::kIoError: return "io_error";
+    case KmsgKind::kTimeout: return "timeout";
+    case KmsgKind::kCrcError: return "crc_error";
+    case KmsgKind::kCardRemoved: return "card_removed";
+    case KmsgKind::kOverclockReduced: return "overclock_reduced";
+    case KmsgKind::kFilesystemError: return "filesystem_error";
+    case KmsgKind::kRemountRo: return "remount_ro";
+    case KmsgKind::kUnderVoltage: return "under_voltage";
+    case KmsgKind::kCqeRecovery: return "cqe_recovery";
   }
   return "unknown";
 }
@@ -430,7 +414,7 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
   // Cheap dispatch on the first byte keeps the common (unrelated) line to a couple of compares.
   switch (message[0]) {
     case 'E':
-      if (StartsWith(message, "EXT4-fs")) {
+      if (message.starts_with("EXT4-fs")) {
         if (auto e = ClassifySuppressed(message)) return e;
         return ClassifyExt4(message);
       }
@@ -449,7 +433,7 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
       if (auto e = ClassifyUnderVoltage(message)) return e;
       break;
     case 'm':
-      if (StartsWith(message, "mmc")) return ClassifyMmc(message);
+      if (message.starts_with("mmc")) return ClassifyMmc(message);
       break;
     default:
       break;
@@ -469,12 +453,12 @@ std::string DiskOfPartition(std::string_view name) {
   if (digits >= 2 && name[digits - 1] == 'p' && IsDigit(name[digits - 2])) {
     std::string_view disk = name.substr(0, digits - 1);
     for (std::string_view prefix : {"mmcblk", "nvme", "loop", "md", "nbd"})
-      if (StartsWith(disk, prefix)) return std::string(disk);
+      if (disk.starts_with(prefix)) return std::string(disk);
     return std::string(name);
   }
   // sd<letters><N>, vd..., hd..., xvd...: SCSI/USB, virtio, IDE, Xen.
   for (std::string_view prefix : {"sd", "vd", "hd", "xvd"}) {
-    if (!StartsWith(name, prefix)) continue;
+    if (!name.starts_with(prefix)) continue;
     std::string_view letters = name.substr(prefix.size(), digits - prefix.size());
     if (letters.empty()) return std::string(name);
     for (char c : letters)
@@ -524,7 +508,7 @@ std::optional<Ext4Message> ParseExt4Message(std::string_view message) {
     return m;
   }
   // "inode #N: " and "block N: " only when they are whole fields; otherwise they stay in detail.
-  if (StartsWith(rest, "inode #")) {
+  if (rest.starts_with("inode #")) {
     std::string_view probe = rest.substr(7);
     auto inode = TakeNumber<std::uint64_t>(probe);
     if (inode && ConsumePrefix(probe, ": ")) {
@@ -532,7 +516,7 @@ std::optional<Ext4Message> ParseExt4Message(std::string_view message) {
       rest = probe;
     }
   }
-  if (StartsWith(rest, "block ")) {
+  if (rest.starts_with("block ")) {
     std::string_view probe = rest.substr(6);
     auto block = TakeNumber<std::uint64_t>(probe);
     if (block && ConsumePrefix(probe, ": ")) {
@@ -566,14 +550,14 @@ std::optional<Ext4ErrorSummary> ParseExt4ErrorSummary(std::string_view message) 
     if (!ConsumePrefix(rest, ": ")) return std::nullopt;
     auto count = TakeNumber<std::uint64_t>(rest);
     if (!count || !rest.empty()) return std::nullopt;
-    s.type = Ext4ErrorSummary::Type::error_count;
+    s.type = Ext4ErrorSummary::Type::kErrorCount;
     s.error_count = *count;
     return s;
   }
   if (ConsumePrefix(rest, "initial error at "))
-    s.type = Ext4ErrorSummary::Type::first_error;
+    s.type = Ext4ErrorSummary::Type::kFirstError;
   else if (ConsumePrefix(rest, "last error at "))
-    s.type = Ext4ErrorSummary::Type::last_error;
+    s.type = Ext4ErrorSummary::Type::kLastError;
   else
     return std::nullopt;
   ConsumePrefix(rest, "time ");

@@ -52,15 +52,15 @@ std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value);
 
 // What a failing card looks like in the log.
 enum class KmsgKind {
-  io_error,           // block layer / buffer / journal I/O errors, ext4 "I/O error" warnings
-  timeout,            // host interrupt timeouts, mmc errors -110 (ETIMEDOUT), stuck cards
-  crc_error,          // mmc errors -84 (EILSEQ): bad signal / CRC on the bus
-  card_removed,       // card removed, HW reset failed, block recovery failed
-  overclock_reduced,  // bcm2835-sdhost fell back from sd_overclock
-  filesystem_error,   // EXT4-fs error, FAT-fs error
-  remount_ro,         // ext4 "Remounting filesystem read-only", jbd2 "Aborting journal", FAT set ro
-  under_voltage,      // Pi firmware under-voltage (no device)
-  cqe_recovery,       // mmc command queue engine recovery
+  kIoError,           // block layer / buffer / journal I/O errors, ext4 "I/O error" warnings
+  kTimeout,           // host interrupt timeouts, mmc errors -110 (ETIMEDOUT), stuck cards
+  kCrcError,          // mmc errors -84 (EILSEQ): bad signal / CRC on the bus
+  kCardRemoved,       // card removed, HW reset failed, block recovery failed
+  kOverclockReduced,  // bcm2835-sdhost fell back from sd_overclock
+  kFilesystemError,   // EXT4-fs error, FAT-fs error
+  kRemountRo,         // ext4 "Remounting filesystem read-only", jbd2 "Aborting journal", FAT set ro
+  kUnderVoltage,      // Pi firmware under-voltage (no device)
+  kCqeRecovery,       // mmc command queue engine recovery
 };
 std::string_view ToString(KmsgKind kind);
 
@@ -70,7 +70,7 @@ std::string_view ToString(KmsgKind kind);
 //  - host: mmc host ("mmc0").
 //  - both empty: under_voltage, or a "callbacks suppressed" line (see below).
 struct KmsgEvent {
-  KmsgKind kind = KmsgKind::io_error;
+  KmsgKind kind = KmsgKind::kIoError;
   std::string device;
   std::string host;
   // How many messages this line stands for: 1, or N for "<func>: N callbacks suppressed".
@@ -131,8 +131,8 @@ std::optional<Ext4Message> ParseExt4Message(std::string_view message);
 // These repeat every 24 h, so ClassifyKmsg ignores them; they carry the same counters as
 // /sys/fs/ext4/<dev>/ (see ext4_sysfs.h). T is epoch seconds as the (possibly unset) RTC saw it.
 struct Ext4ErrorSummary {
-  enum class Type { error_count, first_error, last_error };
-  Type type = Type::error_count;
+  enum class Type { kErrorCount, kFirstError, kLastError };
+  Type type = Type::kErrorCount;
   std::string device;
   std::uint64_t error_count = 0;     // error_count only
   std::int64_t time = 0;             // first_error / last_error

@@ -1,39 +1,17 @@
 #include "parsers/mmc_ios.h"
 
 #include <array>
-#include <cctype>
-#include <charconv>
-#include <cstdlib>
+
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-std::optional<std::uint64_t> parse_uint(std::string_view s) {
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
-// Decimal number like "3.30" (no locale: from_chars for double is fine in g++ 12).
-std::optional<double> parse_double(std::string_view s) {
-    double v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
 // "<n> Hz"
-std::optional<std::uint64_t> parse_hz(std::string_view v) {
-    if (v.size() < 3 || v.substr(v.size() - 2) != "Hz") return std::nullopt;
-    return parse_uint(trim(v.substr(0, v.size() - 2)));
+std::optional<std::uint64_t> ParseHz(std::string_view v) {
+    if (v.size() < 3 || !v.ends_with("Hz")) return std::nullopt;
+    return util::ParseNumber<std::uint64_t>(util::Trim(v.substr(0, v.size() - 2)));
 }
 
 struct CodeText {
@@ -42,23 +20,23 @@ struct CodeText {
 };
 
 // "<n> (<text>)"
-std::optional<CodeText> parse_code_text(std::string_view v) {
+std::optional<CodeText> ParseCodeText(std::string_view v) {
     const auto open = v.find('(');
     if (open == std::string_view::npos || v.back() != ')') return std::nullopt;
-    auto code = parse_uint(trim(v.substr(0, open)));
+    auto code = util::ParseNumber<std::uint64_t>(util::Trim(v.substr(0, open)));
     if (!code || *code > 0xffff) return std::nullopt;
     return CodeText{static_cast<unsigned>(*code), std::string(v.substr(open + 1, v.size() - open - 2))};
 }
 
 // "3.3 ~ 3.4 V" or "1.65 - 1.95 V"; "invalid" -> nullopt.
-std::optional<std::pair<double, double>> parse_vdd_range(std::string_view t) {
-    if (t.size() < 2 || t.substr(t.size() - 1) != "V") return std::nullopt;
-    t = trim(t.substr(0, t.size() - 1));
+std::optional<std::pair<double, double>> ParseVddRange(std::string_view t) {
+    if (t.size() < 2 || !t.ends_with('V')) return std::nullopt;
+    t = util::Trim(t.substr(0, t.size() - 1));
     auto sep = t.find('~');
     if (sep == std::string_view::npos) sep = t.find(" - ");
     if (sep == std::string_view::npos) return std::nullopt;
-    auto lo = parse_double(trim(t.substr(0, sep)));
-    auto hi = parse_double(trim(t.substr(t[sep] == '~' ? sep + 1 : sep + 3)));
+    auto lo = util::ParseNumber<double>(util::Trim(t.substr(0, sep)));
+    auto hi = util::ParseNumber<double>(util::Trim(t.substr(t[sep] == '~' ? sep + 1 : sep + 3)));
     if (!lo || !hi) return std::nullopt;
     return std::make_pair(*lo, *hi);
 }
@@ -69,36 +47,36 @@ constexpr std::array<std::string_view, 11> kTiming{
 
 }  // namespace
 
-std::optional<std::string_view> mmc_timing_name(unsigned code) {
+std::optional<std::string_view> MmcTimingName(unsigned code) {
     if (code >= kTiming.size()) return std::nullopt;
     return kTiming[code];
 }
 
-ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
+ParseResult<MmcIos> ParseMmcIos(std::string_view text) {
     MmcIos ios;
     bool any = false;
     while (!text.empty()) {
         const auto nl = text.find('\n');
         const std::string_view raw = text.substr(0, nl);
         text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        const std::string_view line = trim(raw);
+        const std::string_view line = util::Trim(raw);
         if (line.empty()) continue;
 
         const auto colon = line.find(':');
         bool ok = false;
         if (colon != std::string_view::npos) {
-            const std::string_view key = trim(line.substr(0, colon));
-            const std::string_view val = trim(line.substr(colon + 1));
+            const std::string_view key = util::Trim(line.substr(0, colon));
+            const std::string_view val = util::Trim(line.substr(colon + 1));
             // A malformed line never overwrites a value parsed earlier.
             if (key == "clock") {
-                if (auto hz = parse_hz(val)) ios.clock_hz = hz, ok = true;
+                if (auto hz = ParseHz(val)) ios.clock_hz = hz, ok = true;
             } else if (key == "actual clock") {
-                if (auto hz = parse_hz(val)) ios.actual_clock_hz = hz, ok = true;
-            } else if (auto ct = parse_code_text(val)) {
+                if (auto hz = ParseHz(val)) ios.actual_clock_hz = hz, ok = true;
+            } else if (auto ct = ParseCodeText(val)) {
                 ok = true;
                 if (key == "vdd") {
                     ios.vdd_code = ct->code;
-                    if (auto r = parse_vdd_range(ct->text)) {
+                    if (auto r = ParseVddRange(ct->text)) {
                         ios.vdd_min_volts = r->first;
                         ios.vdd_max_volts = r->second;
                     }
@@ -115,7 +93,7 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
                     ios.bus_width_code = ct->code;
                     // "(4 bits)"; the kernel prints 1 << code.
                     const auto sp = ct->text.find(' ');
-                    auto bits = parse_uint(std::string_view(ct->text).substr(0, sp));
+                    auto bits = util::ParseNumber<std::uint64_t>(std::string_view(ct->text).substr(0, sp));
                     if (bits) ios.bus_width_bits = static_cast<unsigned>(*bits);
                     else if (ct->code < 8) ios.bus_width_bits = 1u << ct->code;
                 } else if (key == "timing spec") {
@@ -124,12 +102,12 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
                 } else if (key == "signal voltage") {
                     ios.signal_voltage_code = ct->code;
                     std::string_view t = ct->text;
-                    if (t.size() > 2 && t.substr(t.size() - 2) == " V")
-                        ios.signal_voltage_volts = parse_double(t.substr(0, t.size() - 2));
+                    if (t.size() > 2 && t.ends_with(" V"))
+                        ios.signal_voltage_volts = util::ParseNumber<double>(t.substr(0, t.size() - 2));
                 } else if (key == "driver type") {
                     ios.driver_type_code = ct->code;
                     constexpr std::string_view kPrefix = "driver type ";
-                    if (ct->text.size() == kPrefix.size() + 1 && ct->text.rfind(kPrefix, 0) == 0)
+                    if (ct->text.size() == kPrefix.size() + 1 && ct->text.starts_with(kPrefix))
                         ios.driver_type = ct->text.back();
                 } else {
                     ok = false;
@@ -139,8 +117,8 @@ ParseResult<MmcIos> parse_mmc_ios(std::string_view text) {
         if (ok) any = true;
         else ios.unparsed_lines.emplace_back(raw);
     }
-    if (!any) return ParseResult<MmcIos>::fail("ios: no recognised line");
-    return ParseResult<MmcIos>::ok(std::move(ios));
+    if (!any) return ParseResult<MmcIos>::Fail("ios: no recognised line");
+    return ParseResult<MmcIos>::Ok(std::move(ios));
 }
 
 }  // namespace diskprobe::parsers

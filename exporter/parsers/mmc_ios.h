@@ -2,7 +2,7 @@
 // Source of truth: kernel drivers/mmc/core/debugfs.c, mmc_ios_show(): lines
 // "key:\t<number> (<text>)", "clock:\t\t<n> Hz", and "actual clock:\t<n> Hz"
 // which is printed only when host->actual_clock != 0 (many drivers never set
-// it; samples/ios/02, 10). Older kernels stop after "timing spec" (no signal
+// it; tests/fixtures/samples/ios/02, 10). Older kernels stop after "timing spec" (no signal
 // voltage / driver type lines).
 #pragma once
 
@@ -21,7 +21,7 @@ namespace diskprobe::parsers {
 // strings are the kernel's words in parentheses, as printed.
 struct MmcIos {
     // Requested bus clock (ios->clock). 0 is a real value: card
-    // runtime-suspended or powered off, not "no card" (samples/ios/12).
+    // runtime-suspended or powered off, not "no card" (tests/fixtures/samples/ios/12).
     std::optional<std::uint64_t> clock_hz;
     // What the host controller delivers; absent when the line is absent.
     std::optional<std::uint64_t> actual_clock_hz;
@@ -49,10 +49,10 @@ struct MmcIos {
 // Parse the whole file. Tabs or spaces after the colon, trailing whitespace
 // and CRLF are accepted. Error only when no known line was found at all
 // (empty file, wrong file); partial content gives a partial struct.
-ParseResult<MmcIos> parse_mmc_ios(std::string_view text);
+ParseResult<MmcIos> ParseMmcIos(std::string_view text);
 
 // Kernel name for a timing code (debugfs.c switch), nullopt for unknown codes.
 // Code 10 prints "mmc HS400" or "mmc HS400 enhanced strobe"; this returns the former.
-std::optional<std::string_view> mmc_timing_name(unsigned code);
+std::optional<std::string_view> MmcTimingName(unsigned code);
 
 }  // namespace diskprobe::parsers

@@ -23,15 +23,15 @@ namespace diskprobe::parsers {
 
 // Which CID/CSD layout applies. SD and (e)MMC share the 128-bit size but not
 // the field positions or the manufacturer ID space.
-enum class CardLayout { sd, mmc };
+enum class CardLayout { kSd, kMmc };
 
 // Hex text -> bytes, most significant byte first. Whitespace and "0x"/"0X"
 // word prefixes are skipped. Errors: non-hex character, odd digit count.
-ParseResult<std::vector<std::uint8_t>> hex_to_bytes(std::string_view text);
+ParseResult<std::vector<std::uint8_t>> HexToBytes(std::string_view text);
 
 // CRC7 (x^7 + x^3 + 1) over `bytes`, as in SD Physical Layer Simplified
 // Specification section 4.5. Returns the 7-bit value (0..0x7f).
-std::uint8_t crc7(const std::uint8_t* bytes, std::size_t n);
+std::uint8_t Crc7(const std::uint8_t* bytes, std::size_t n);
 
 // ---------------------------------------------------------------- CID ----
 
@@ -40,7 +40,7 @@ std::uint8_t crc7(const std::uint8_t* bytes, std::size_t n);
 // MMC: JESD84-B51 section 7.2; kernel mmc.c mmc_decode_cid (CSD SPEC_VERS >= 2
 //      layout only: MMC 1.x cards with 24-bit MID are not supported).
 struct Cid {
-    CardLayout layout = CardLayout::sd;
+    CardLayout layout = CardLayout::kSd;
     std::uint8_t manfid = 0;        // MID
     std::uint16_t oemid = 0;        // OID: 16 bits on SD, 8 bits on MMC
     std::string oemid_text;         // OID as ASCII when every byte is printable, else ""
@@ -49,14 +49,14 @@ struct Cid {
     unsigned prv_major = 0;         // n (kernel sysfs: hwrev on SD)
     unsigned prv_minor = 0;         // m (kernel sysfs: fwrev on SD)
     std::uint32_t serial = 0;       // PSN
-    unsigned year = 0;              // MDT year, see decode_cid for the rules
+    unsigned year = 0;              // MDT year, see DecodeCid for the rules
     unsigned month = 0;             // MDT month 1..12 (0 or >12 means garbage)
     std::optional<std::uint8_t> mmc_cbx;  // MMC only: 0 removable, 1 BGA, 2 POP
     std::uint8_t crc_byte = 0;      // last byte as given: CRC7 << 1 | 1, or 0x00
     // nullopt when the host stripped the CRC (last byte 0x00, most SDHCI hosts);
     // otherwise whether CRC7 over bytes 0..14 matches and the end bit is 1.
     std::optional<bool> crc_ok;
-    bool date_valid() const { return month >= 1 && month <= 12; }
+    bool DateValid() const { return month >= 1 && month <= 12; }
 };
 
 // Decode a CID. SD date: 8-bit year offset from 2000, 4-bit month (12 bits).
@@ -66,15 +66,15 @@ struct Cid {
 // 2013..2025, 13..15 stay 2010..2012). Pass ext_csd_rev (sysfs `rev` on eMMC);
 // without it the 1997 base is used, as the kernel does before EXT_CSD is read.
 // Errors: bad hex, length != 16 bytes, all 0x00, all 0xFF.
-ParseResult<Cid> decode_cid(std::string_view hex, CardLayout layout,
+ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout,
                             std::optional<unsigned> ext_csd_rev = std::nullopt);
 
 // The Pi 5 EEPROM bootloader logs "CID: 00<15 bytes>": the SDHCI response
-// without the CRC byte and with a leading 0x00 (samples/cid/08). Returns the
+// without the CRC byte and with a leading 0x00 (tests/fixtures/samples/cid/08). Returns the
 // register in sysfs order (bytes 1..15 followed by 0x00 for the stripped CRC)
 // as 32 lowercase hex digits. Accepts the whole log line or just the hex.
 // Errors: no 32-digit hex, or first byte not 0x00 (then it is not shifted).
-ParseResult<std::string> realign_pi5_bootloader_cid(std::string_view line);
+ParseResult<std::string> RealignPi5BootloaderCid(std::string_view line);
 
 // Maker name for a MID. SD and MMC IDs are separate spaces (0x02, 0x03, 0x45,
 // 0xfe mean different makers); IDs are assigned by SD-3C / JEDEC and no
@@ -84,13 +84,13 @@ struct Manufacturer {
     std::string_view name;
     std::string_view source;
 };
-std::optional<Manufacturer> lookup_manufacturer(CardLayout layout, std::uint8_t manfid);
+std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid);
 
 // Counterfeit/odd-ID indicators for SD cards, after the rules in
-// samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports, kernel
+// tests/fixtures/samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports, kernel
 // quirks.h): OEM "42" with MID != 0x41; MID 0x00, 0x12 or 0xfe on SD.
 // Not a verdict: reported as a flag next to the raw IDs. Always empty for MMC.
-std::vector<std::string> cid_suspicions(const Cid& cid);
+std::vector<std::string> CidSuspicions(const Cid& cid);
 
 // ---------------------------------------------------------------- CSD ----
 
@@ -98,7 +98,7 @@ std::vector<std::string> cid_suspicions(const Cid& cid);
 // (5.3.2 CSD v1.0, 5.3.3 CSD v2.0, 5.3.4 CSD v3.0 / SDUC); kernel sd.c
 // mmc_decode_csd. MMC: JESD84-B51 section 7.3; kernel mmc.c mmc_decode_csd.
 struct Csd {
-    CardLayout layout = CardLayout::sd;
+    CardLayout layout = CardLayout::kSd;
     unsigned csd_structure = 0;           // SD: 0=v1, 1=v2 (SDHC/SDXC), 2=v3 (SDUC)
     std::optional<unsigned> spec_vers;    // MMC only (SPEC_VERS, 4 = MMC 4.x+)
     std::uint8_t taac = 0;
@@ -115,7 +115,7 @@ struct Csd {
 };
 
 // Errors: bad hex, length != 16, all 0x00/0xFF, SD CSD_STRUCTURE 3 (reserved).
-ParseResult<Csd> decode_csd(std::string_view hex, CardLayout layout);
+ParseResult<Csd> DecodeCsd(std::string_view hex, CardLayout layout);
 
 // ---------------------------------------------------------------- SCR ----
 
@@ -138,12 +138,12 @@ struct Scr {
     // combination the table does not define.
     std::optional<std::string> spec_version;
     std::optional<unsigned> spec_major;  // 1..9
-    bool bus_width_1bit() const { return (sd_bus_widths & 0x1) != 0; }
-    bool bus_width_4bit() const { return (sd_bus_widths & 0x4) != 0; }
+    bool BusWidth1Bit() const { return (sd_bus_widths & 0x1) != 0; }
+    bool BusWidth4Bit() const { return (sd_bus_widths & 0x4) != 0; }
 };
 
 // Errors: bad hex, length != 8 bytes, all 0x00/0xFF, SCR_STRUCTURE != 0.
-ParseResult<Scr> decode_scr(std::string_view hex);
+ParseResult<Scr> DecodeScr(std::string_view hex);
 
 // ---------------------------------------------------------------- SSR ----
 
@@ -172,13 +172,13 @@ struct Ssr {
     bool fule_support = false;
 
     // Speed class as marketed (0, 2, 4, 6, 10); nullopt for a reserved code.
-    std::optional<unsigned> speed_class() const;
+    std::optional<unsigned> SpeedClass() const;
     // AU size in bytes from the AU_SIZE/UHS_AU_SIZE code; nullopt for 0 (undefined).
-    static std::optional<std::uint64_t> au_size_bytes(unsigned code);
+    static std::optional<std::uint64_t> AuSizeBytes(unsigned code);
 };
 
 // Errors: bad hex, length != 64 bytes, all 0x00/0xFF.
-ParseResult<Ssr> decode_ssr(std::string_view hex);
+ParseResult<Ssr> DecodeSsr(std::string_view hex);
 
 // ------------------------------------------------------ eMMC wear/EOL ----
 
@@ -186,13 +186,13 @@ ParseResult<Ssr> decode_ssr(std::string_view hex);
 // EXT_CSD[268]/[269]): 0x01..0x0A = 0-10% .. 90-100% of life used,
 // 0x0B = exceeded, 0x00 = not defined (not "0 % used").
 struct LifeTimeEstimate {
-    enum class State { not_defined, used, exceeded, reserved };
+    enum class State { kNotDefined, kUsed, kExceeded, kReserved };
     std::uint8_t raw = 0;
-    State state = State::not_defined;
-    std::optional<unsigned> used_percent_min;  // State::used: 0,10..90; State::exceeded: 100
-    std::optional<unsigned> used_percent_max;  // State::used only: 10..100
+    State state = State::kNotDefined;
+    std::optional<unsigned> used_percent_min;  // State::kUsed: 0,10..90; State::kExceeded: 100
+    std::optional<unsigned> used_percent_max;  // State::kUsed only: 10..100
 };
-LifeTimeEstimate decode_life_time_estimate(std::uint8_t raw);
+LifeTimeEstimate DecodeLifeTimeEstimate(std::uint8_t raw);
 
 struct LifeTime {
     LifeTimeEstimate type_a;  // SLC / pseudo-SLC area
@@ -200,18 +200,18 @@ struct LifeTime {
 };
 // sysfs `life_time` (kernel mmc.c: "0x%02x 0x%02x\n", type A then type B).
 // Errors: not exactly two hex bytes.
-ParseResult<LifeTime> parse_life_time(std::string_view text);
+ParseResult<LifeTime> ParseLifeTime(std::string_view text);
 
 // PRE_EOL_INFO (JESD84-B51 section 7.4.55, EXT_CSD[267]): reserved blocks
 // consumed; 0x01 normal, 0x02 warning (80 %), 0x03 urgent (90 %).
-enum class PreEolInfo { not_defined, normal, warning, urgent, reserved };
+enum class PreEolInfo { kNotDefined, kNormal, kWarning, kUrgent, kReserved };
 struct PreEol {
     std::uint8_t raw = 0;
-    PreEolInfo state = PreEolInfo::not_defined;
+    PreEolInfo state = PreEolInfo::kNotDefined;
 };
-PreEol decode_pre_eol_info(std::uint8_t raw);
+PreEol DecodePreEolInfo(std::uint8_t raw);
 // sysfs `pre_eol_info` ("0x%02x\n"). Errors: not one hex byte.
-ParseResult<PreEol> parse_pre_eol_info(std::string_view text);
-std::string_view to_string(PreEolInfo state);
+ParseResult<PreEol> ParsePreEolInfo(std::string_view text);
+std::string_view ToString(PreEolInfo state);
 
 }  // namespace diskprobe::parsers

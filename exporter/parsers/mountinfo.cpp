@@ -1,18 +1,9 @@
 #include "parsers/mountinfo.h"
 
-#include <charconv>
+#include "util/strings.h"
 
 namespace diskprobe::parsers {
 namespace {
-
-template <typename T>
-std::optional<T> ParseNumber(std::string_view s) {
-  T value{};
-  if (s.empty()) return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
 
 // Next space-separated field; mountinfo fields are separated by exactly one space, but empty
 // fields are not produced by the kernel, so runs of spaces are skipped.
@@ -57,12 +48,12 @@ std::optional<MountInfo> ParseMountinfoLine(std::string_view line) {
   auto mount_point = NextField(line);
   auto options = NextField(line);
   if (!id || !parent || !devno || !root || !mount_point || !options) return std::nullopt;
-  auto mount_id = ParseNumber<std::uint64_t>(*id);
-  auto parent_id = ParseNumber<std::uint64_t>(*parent);
+  auto mount_id = util::ParseNumber<std::uint64_t>(*id);
+  auto parent_id = util::ParseNumber<std::uint64_t>(*parent);
   std::size_t colon = devno->find(':');
   if (!mount_id || !parent_id || colon == std::string_view::npos) return std::nullopt;
-  auto major = ParseNumber<unsigned>(devno->substr(0, colon));
-  auto minor = ParseNumber<unsigned>(devno->substr(colon + 1));
+  auto major = util::ParseNumber<unsigned>(devno->substr(0, colon));
+  auto minor = util::ParseNumber<unsigned>(devno->substr(colon + 1));
   if (!major || !minor) return std::nullopt;
   m.mount_id = *mount_id;
   m.parent_id = *parent_id;

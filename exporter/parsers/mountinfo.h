@@ -43,7 +43,7 @@ std::string DecodeMountinfoEscapes(std::string_view text);
 bool HasMountOption(std::string_view options, std::string_view name);
 
 // Whether writes to the filesystem fail: "ro" in the per-mount OR the superblock options
-// (node_exporter issue 3157: super "ro" while the mount says "rw"), or "emergency_ro" in the
+// (https://github.com/prometheus/node_exporter/issues/3157: super "ro" while the mount says "rw"), or "emergency_ro" in the
 // superblock options (Linux 6.15+, node_exporter PR 3717). "errors=remount-ro" is a policy, not
 // a state. Kernels 6.12-6.14 show neither after an ext4 error remount: see ext4_sysfs.h and kmsg.
 bool IsReadOnly(std::string_view mount_options, std::string_view super_options);

@@ -18,8 +18,8 @@ struct ParseResult {
     const T& operator*() const { return *value; }
     const T* operator->() const { return &*value; }
 
-    static ParseResult ok(T v) { return ParseResult{std::move(v), {}}; }
-    static ParseResult fail(std::string why) { return ParseResult{std::nullopt, std::move(why)}; }
+    static ParseResult Ok(T v) { return ParseResult{std::move(v), {}}; }
+    static ParseResult Fail(std::string why) { return ParseResult{std::nullopt, std::move(why)}; }
 };
 
 }  // namespace diskprobe::parsers

@@ -28,23 +28,23 @@ struct Throttled {
     std::uint32_t unknown_bits = 0;        // value & ~0x000f000f
 };
 
-Throttled decode_throttled(std::uint32_t value);
+Throttled DecodeThrottled(std::uint32_t value);
 
 // Accepts the sysfs form ("50005\n", hex without 0x), the vcgencmd form
 // ("throttled=0x50005", also inside multi-line output such as
 // "temp=..\nthrottled=0x50000\n"), and a bare "0x50005".
 // Errors: no hex value, value wider than 32 bits, trailing garbage.
-ParseResult<Throttled> parse_throttled(std::string_view text);
+ParseResult<Throttled> ParseThrottled(std::string_view text);
 
 // One kernel log line of the firmware driver. The driver logs only
 // under-voltage transitions, so `value` is what the firmware returned at that
 // moment: the "occurred" bits are often clear in "Voltage normalised" lines
-// and must not be read as history (samples/throttled/05).
+// and must not be read as history (tests/fixtures/samples/throttled/05).
 struct ThrottledLogEvent {
     bool under_voltage_detected = false;  // false: "Voltage normalised"
     Throttled flags;
 };
 // nullopt when the line is not one of the two messages.
-std::optional<ThrottledLogEvent> parse_throttled_log_line(std::string_view line);
+std::optional<ThrottledLogEvent> ParseThrottledLogLine(std::string_view line);
 
 }  // namespace diskprobe::parsers

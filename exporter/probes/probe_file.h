@@ -1,7 +1,7 @@
 #pragma once
 // The write probes' probe file: the only thing the exporter ever writes.
 //
-// Safety rules (issue 3): the directory must be a real directory (not a symlink, not a device);
+// Safety rules (the exporter must never write anywhere but its own file): the directory must be a real directory (not a symlink, not a device);
 // the file is created exclusively (O_CREAT|O_EXCL), mode 0600, opened with O_NOFOLLOW, checked to
 // be a regular file with one link, owned by us, and to carry our header; a file that is not ours
 // is never overwritten. Free space must stay above a floor.

@@ -2,7 +2,7 @@
 // One run of each probe kind: a few timed operations. The runners know nothing of scheduling,
 // budgets' persistence or metrics; they time operations and report through RunEnv.
 //
-// Truth rules (issue 3): aligned buffers (>= 4096 and a multiple of the logical block size),
+// Truth rules (a probe must measure the card, not the page cache): aligned buffers (>= 4096 and a multiple of the logical block size),
 // CLOCK_MONOTONIC around the system call only, no offset reused within a run, O_DIRECT where the
 // filesystem allows it and page-cache eviction (posix_fadvise DONTNEED) before reads where not.
 #include <atomic>

@@ -9,7 +9,7 @@ std::optional<parsers::BoardModel> ReadBoardModel(const std::string& sysfs, cons
        {util::JoinPath(sysfs, "firmware/devicetree/base/model"), util::JoinPath(procfs, "device-tree/model")}) {
     util::FileContent f = util::ReadAttribute(p);
     if (!f.ok()) continue;
-    if (auto m = parsers::parse_board_model(f.text)) return m;
+    if (auto m = parsers::ParseBoardModel(f.text)) return m;
   }
   return std::nullopt;
 }

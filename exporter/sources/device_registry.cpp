@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/log.h"
 
 namespace diskprobe {

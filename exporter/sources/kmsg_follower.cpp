@@ -19,10 +19,10 @@ namespace {
 
 using parsers::KmsgKind;
 
-constexpr KmsgKind kAllKinds[] = {KmsgKind::io_error,          KmsgKind::timeout,         KmsgKind::crc_error,
-                                  KmsgKind::card_removed,      KmsgKind::overclock_reduced,
-                                  KmsgKind::filesystem_error,  KmsgKind::remount_ro,      KmsgKind::cqe_recovery,
-                                  KmsgKind::under_voltage};
+constexpr KmsgKind kAllKinds[] = {KmsgKind::kIoError,          KmsgKind::kTimeout,         KmsgKind::kCrcError,
+                                  KmsgKind::kCardRemoved,      KmsgKind::kOverclockReduced,
+                                  KmsgKind::kFilesystemError,  KmsgKind::kRemountRo,      KmsgKind::kCqeRecovery,
+                                  KmsgKind::kUnderVoltage};
 
 // Cached maps stay small: names of block devices and hosts. A runaway (fuzzed input) is cleared.
 constexpr std::size_t kMaxCache = 1024;
@@ -244,9 +244,9 @@ KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const
   for (const std::string& disk : disks) {
     std::string host = resolver_.HostOfDisk(disk);
     for (KmsgKind k : kAllKinds)
-      if (k != KmsgKind::under_voltage) s.messages.try_emplace({disk, host, k}, 0);
+      if (k != KmsgKind::kUnderVoltage) s.messages.try_emplace({disk, host, k}, 0);
   }
-  s.messages.try_emplace({"", "", KmsgKind::under_voltage}, 0);
+  s.messages.try_emplace({"", "", KmsgKind::kUnderVoltage}, 0);
   return s;
 }
 

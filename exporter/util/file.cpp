@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 
 namespace diskprobe::util {
 
@@ -106,23 +105,6 @@ void SysfsAttributes::CloseUnread() {
       it = open_.erase(it);
     }
   }
-}
-
-std::string_view Trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n\r\v\f";
-  auto b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return {};
-  auto e = s.find_last_not_of(kSpace);
-  return s.substr(b, e - b + 1);
-}
-
-std::optional<unsigned long long> ParseU64(std::string_view s) {
-  s = Trim(s);
-  if (s.empty()) return std::nullopt;
-  unsigned long long v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 std::string JoinPath(std::string_view a, std::string_view b) {

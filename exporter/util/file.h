@@ -1,6 +1,5 @@
 #pragma once
 // Small, allocation-light readers for sysfs/procfs/debugfs attribute files.
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,13 +49,6 @@ class SysfsAttributes {
   };
   std::unordered_map<std::string, Open> open_;
 };
-
-// Returns `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
-std::string_view Trim(std::string_view s);
-
-// Parses a decimal unsigned 64-bit integer that makes up all of `s` (after Trim).
-// Returns nullopt on empty input, sign, garbage or overflow.
-std::optional<unsigned long long> ParseU64(std::string_view s);
 
 // Joins path components with exactly one '/' between them.
 std::string JoinPath(std::string_view a, std::string_view b);

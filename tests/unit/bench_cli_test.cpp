@@ -78,4 +78,18 @@ TEST(BenchPushUrl, SplitsSchemeHostAndPort) {
   EXPECT_NE(error.find("http://HOST:PORT"), std::string::npos) << error;
 }
 
+TEST(BenchPushUrl, PortIsADecimalFrom1To65535) {
+  std::string error;
+  auto t = ParsePushUrl("http://h:65535", &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->port, "65535");
+  ASSERT_TRUE(ParsePushUrl("http://h:1/", &error)) << error;
+  for (const char* bad : {"http://h:0", "http://h:65536", "http://h:099999", "http://h:+80", "http://h:-1",
+                          "http://h:8o", "http://h:/"}) {
+    error.clear();
+    EXPECT_FALSE(ParsePushUrl(bad, &error)) << bad;
+    EXPECT_NE(error.find("bad port"), std::string::npos) << bad << ": " << error;
+  }
+}
+
 }  // namespace

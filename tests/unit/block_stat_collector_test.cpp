@@ -80,7 +80,7 @@ TEST(BlockStatCollector, UnitsAndAbsentFields) {
   auto find = [&](const std::string& family, const std::string& device) {
     return testing::SampleValue(out.text, family + "{device=\"" + device + "\"}");
   };
-  // psutil issue 807: sectors_read 4732260326 (> 2^32) x 512.
+  // https://github.com/giampaolo/psutil/issues/807: sectors_read 4732260326 (> 2^32) x 512.
   EXPECT_EQ(find("diskprobe_block_read_bytes_total", "vda"), 2422917286912.0);
   EXPECT_EQ(find("diskprobe_block_read_time_seconds_total", "vda"), 79610.084);
   // 11-field kernel: no discard or flush series at all (absent, not 0).

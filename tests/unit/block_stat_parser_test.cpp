@@ -1,5 +1,5 @@
 // parsers/block_stat on every diskstats sample (tests/fixtures/samples/diskstats, copied from
-// ../shared/samples with their # source lines). Each .expected file is read and every value it
+// real machines' reports, each with its # source line). Each .expected file is read and every value it
 // names is asserted, so a sample cannot pass by accident.
 #include "parsers/block_stat.h"
 

@@ -15,7 +15,7 @@ using diskprobe::test_pi::read_sample;
 using Map = std::map<std::string, std::string>;
 using Params = std::vector<std::pair<std::string, std::string>>;
 
-BoardModel board(const char* model) { return parse_board_model(model).value(); }
+BoardModel board(const char* model) { return ParseBoardModel(model).value(); }
 const char* kPi3BPlus = "Raspberry Pi 3 Model B Plus Rev 1.3";
 const char* kPi4B = "Raspberry Pi 4 Model B Rev 1.4";
 const char* kCm4 = "Raspberry Pi Compute Module 4 Rev 1.0";
@@ -26,7 +26,7 @@ BootConfig parse_sample(const std::string& file, const char* model, BootFileLoad
     BootConfigInput in;
     in.board = board(model);
     in.load_file = std::move(loader);
-    return parse_boot_config(read_sample("config-txt", file), in);
+    return ParseBootConfig(read_sample("config-txt", file), in);
 }
 
 std::vector<std::string> overlay_names(const BootConfig& c) {
@@ -110,7 +110,7 @@ TEST(BootConfig, Sample04FilterStateCarriesAcrossInclude) {
     BootConfigInput in;
     in.board = board(kPi3BPlus);
     in.load_file = distroconfig;
-    const auto c = parse_boot_config("include distroconfig.txt\ncore_freq=250\n[all]\nenable_uart=1\n", in);
+    const auto c = ParseBootConfig("include distroconfig.txt\ncore_freq=250\n[all]\nenable_uart=1\n", in);
     EXPECT_FALSE(c.settings.count("core_freq"));  // still under [pi4] from the included file
     EXPECT_EQ(c.settings.at("enable_uart"), "1");
     EXPECT_EQ(overlay_names(c), (std::vector<std::string>{"disable-bt"}));  // [pi3] part
@@ -119,12 +119,12 @@ TEST(BootConfig, Sample04FilterStateCarriesAcrossInclude) {
 TEST(BootConfig, IncludeWithoutLoaderMissingLoopAndDepth) {
     BootConfigInput in;
     in.board = board(kPi4B);
-    auto c = parse_boot_config("include extra.txt\n", in);
+    auto c = ParseBootConfig("include extra.txt\n", in);
     ASSERT_EQ(c.diagnostics.size(), 1u);
     EXPECT_EQ(c.diagnostics[0].kind, "include_not_followed");
 
     in.load_file = [](std::string_view) { return std::optional<std::string>{}; };
-    c = parse_boot_config("include extra.txt\n", in);
+    c = ParseBootConfig("include extra.txt\n", in);
     ASSERT_EQ(c.diagnostics.size(), 1u);
     EXPECT_EQ(c.diagnostics[0].kind, "include_missing");
     EXPECT_EQ(c.diagnostics[0].where.line, 1u);
@@ -137,7 +137,7 @@ TEST(BootConfig, IncludeWithoutLoaderMissingLoopAndDepth) {
         if (it == files.end()) return std::nullopt;
         return it->second;
     };
-    c = parse_boot_config("include a.txt\n", in);
+    c = ParseBootConfig("include a.txt\n", in);
     EXPECT_EQ(c.files, (std::vector<std::string>{"config.txt", "a.txt", "b.txt"}));
     ASSERT_EQ(c.diagnostics.size(), 2u);
     EXPECT_EQ(c.diagnostics[0].kind, "include_loop");
@@ -151,7 +151,7 @@ TEST(BootConfig, IncludeWithoutLoaderMissingLoopAndDepth) {
     in.load_file = [](std::string_view p) -> std::optional<std::string> {
         return "include " + std::string(p) + "x\n";
     };
-    c = parse_boot_config("include d\n", in);
+    c = ParseBootConfig("include d\n", in);
     EXPECT_EQ(c.files, (std::vector<std::string>{"config.txt", "d", "dx"}));
     ASSERT_EQ(c.diagnostics.size(), 1u);
     EXPECT_EQ(c.diagnostics[0].kind, "include_depth");
@@ -230,7 +230,7 @@ TEST(BootConfig, Sample13LineWithoutEqualsAndColonParam) {
 TEST(BootConfig, UnevaluableSectionsAreReportedNotApplied) {
     BootConfigInput in;
     in.board = board(kPi4B);
-    const auto c = parse_boot_config(
+    const auto c = ParseBootConfig(
         "[HDMI:0]\nhdmi_mode=4\n"
         "[EDID=DEL-DELL_U2422H]\ncmdline=c.txt\n"
         "[all]\n[gpio4=1]\nsd_overclock_x=1\n"
@@ -261,7 +261,7 @@ TEST(BootConfig, UnevaluableSectionsAreReportedNotApplied) {
 
 TEST(BootConfig, UnknownBoardLeavesModelSectionsUnevaluated) {
     BootConfigInput in;  // no board
-    const auto c = parse_boot_config("enable_uart=1\n[pi4]\ncore_freq=500\n[all]\ndtparam=sd_overclock=80\n", in);
+    const auto c = ParseBootConfig("enable_uart=1\n[pi4]\ncore_freq=500\n[all]\ndtparam=sd_overclock=80\n", in);
     EXPECT_EQ(c.settings.at("enable_uart"), "1");
     EXPECT_FALSE(c.settings.count("core_freq"));
     ASSERT_EQ(c.unevaluated.size(), 1u);
@@ -276,7 +276,7 @@ TEST(BootConfig, DtparamScopeAfterOverlayAndLastAssignmentWins) {
     in.board = board(kPi3BPlus);
     // overclock_50 after dtoverlay=sdhost goes to the overlay; "dtoverlay="
     // ends the scope; base sd_overclock later in the file wins.
-    auto c = parse_boot_config(
+    auto c = ParseBootConfig(
         "dtparam=sd_overclock=62\n"
         "dtoverlay=sdhost\n"
         "dtparam=overclock_50=84,audio=on\n"
@@ -288,9 +288,9 @@ TEST(BootConfig, DtparamScopeAfterOverlayAndLastAssignmentWins) {
     EXPECT_EQ(c.overlays.at(0).params, (Params{{"overclock_50", "84"}}));
     EXPECT_EQ(c.dtparams, (Map{{"sd_overclock", "62"}, {"audio", "on"}, {"overclock_50", "1"}}));
 
-    c = parse_boot_config("dtoverlay=sdhost,overclock_50=100\ndtparam=sd_overclock=50\n", in);
+    c = ParseBootConfig("dtoverlay=sdhost,overclock_50=100\ndtparam=sd_overclock=50\n", in);
     EXPECT_EQ(c.sd_overclock_hz, std::optional<std::uint64_t>(50000000));
-    c = parse_boot_config("dtparam=sd_overclock=100\ndtparam=sd_overclock=0\n", in);
+    c = ParseBootConfig("dtparam=sd_overclock=100\ndtparam=sd_overclock=0\n", in);
     EXPECT_FALSE(c.sd_overclock_hz);  // 0: no overclock
     EXPECT_TRUE(c.diagnostics.empty());
 }
@@ -298,7 +298,7 @@ TEST(BootConfig, DtparamScopeAfterOverlayAndLastAssignmentWins) {
 TEST(BootConfig, BadOverclockValueWhitespaceCrlfAndComments) {
     BootConfigInput in;
     in.board = board(kPi3BPlus);
-    const auto c = parse_boot_config(
+    const auto c = ParseBootConfig(
         "# comment\r\n"
         "   \r\n"
         "  [pi3]  \r\n"

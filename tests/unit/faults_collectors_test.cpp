@@ -1,4 +1,4 @@
-// The failing-card collectors of issue 5: mounts (read-only filesystems, ext4 error records) and
+// The failing-card collectors: mounts (read-only filesystems, ext4 error records) and
 // kmsg (the kernel log follower and its counts), on the fixture root tests/fixtures/roots/faults
 // (sources in its SOURCES.md) with a golden exposition, and the kmsg samples fed through a pipe.
 #include <fcntl.h>
@@ -103,7 +103,7 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
                       "partition=\"mmcblk0p2\"} 1\n"),
             std::string::npos)
       << text;
-  // Superblock ro, mount rw (node_exporter issue 3157); the mount point's \040 decoded.
+  // Superblock ro, mount rw (https://github.com/prometheus/node_exporter/issues/3157); the mount point's \040 decoded.
   EXPECT_NE(text.find("mountpoint=\"/media/pi/USB STICK\",partition=\"sda1\"} 1\n"), std::string::npos);
   // errors=remount-ro is a policy, not a state.
   EXPECT_NE(text.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos);
@@ -227,9 +227,9 @@ TEST(KmsgCounter, ContinuationUserspaceGapsAndMalformed) {
   c.AddRecord("3,15,0,-;mmcblk0: recovery failed!\n");  // older than the last: no negative gap
   c.Idle();
   KmsgCounts want = {
-      {{"mmcblk0", "mmc0", KmsgKind::io_error}, 1},
-      {{"mmcblk0", "mmc0", KmsgKind::timeout}, 1},
-      {{"mmcblk0", "mmc0", KmsgKind::card_removed}, 1},
+      {{"mmcblk0", "mmc0", KmsgKind::kIoError}, 1},
+      {{"mmcblk0", "mmc0", KmsgKind::kTimeout}, 1},
+      {{"mmcblk0", "mmc0", KmsgKind::kCardRemoved}, 1},
   };
   EXPECT_EQ(c.counts(), want);
   EXPECT_EQ(c.records(), 5u);
@@ -246,8 +246,8 @@ TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
               "bad header/extent: extent tree corrupted - magic f30a, entries 12, max 340(340), depth 0(0)\n");
   c.AddRecord("3,4,0,-;buffer_io_error: 6 callbacks suppressed\n");  // nothing follows
   c.Idle();
-  EXPECT_EQ(c.counts().at({"sda", "", KmsgKind::filesystem_error}), 21u);
-  EXPECT_EQ(c.counts().at({"", "", KmsgKind::io_error}), 6u);
+  EXPECT_EQ(c.counts().at({"sda", "", KmsgKind::kFilesystemError}), 21u);
+  EXPECT_EQ(c.counts().at({"", "", KmsgKind::kIoError}), 6u);
 
   // Past the horizon, a suppressed count is not given to an unrelated later message.
   KmsgCounter h(&r);
@@ -255,8 +255,8 @@ TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
   for (int i = 0; i <= KmsgCounter::kSuppressedHorizon; ++i)
     h.AddRecord("6," + std::to_string(i + 2) + ",0,-;unrelated\n");
   h.AddRecord("3,999,0,-;blk_update_request: I/O error, dev sda, sector 8\n");
-  EXPECT_EQ(h.counts().at({"", "", KmsgKind::io_error}), 5u);
-  EXPECT_EQ(h.counts().at({"sda", "", KmsgKind::io_error}), 1u);
+  EXPECT_EQ(h.counts().at({"", "", KmsgKind::kIoError}), 5u);
+  EXPECT_EQ(h.counts().at({"sda", "", KmsgKind::kIoError}), 1u);
 }
 
 // --- kmsg: the follower ----------------------------------------------------------------------
@@ -325,17 +325,17 @@ TEST(KmsgFollower, FollowsAFileLikeTailF) {
   KmsgFollower f(path, FaultsPaths().sysfs);
   ASSERT_TRUE(f.Start());
   KmsgSnapshot s = WaitDrained(f, 1);
-  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", KmsgKind::timeout), 1u);
+  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", KmsgKind::kTimeout), 1u);
   std::ofstream(path, std::ios::app) << "3,2,0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0\n"
                                         " SUBSYSTEM=block\n DEVICE=b8:0\n";
   s = WaitDrained(f, 2);
   EXPECT_EQ(s.records, 2u);
-  EXPECT_EQ(Count(s, "sda", "", KmsgKind::io_error), 1u);
+  EXPECT_EQ(Count(s, "sda", "", KmsgKind::kIoError), 1u);
   // Zero series for every kind of each disk asked for, with the disk's host.
   s = f.Snapshot({"mmcblk0"});
-  EXPECT_EQ(s.messages.count({"mmcblk0", "mmc0", KmsgKind::crc_error}), 1u);
-  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", KmsgKind::crc_error), 0u);
-  EXPECT_EQ(s.messages.count({"", "", KmsgKind::under_voltage}), 1u);
+  EXPECT_EQ(s.messages.count({"mmcblk0", "mmc0", KmsgKind::kCrcError}), 1u);
+  EXPECT_EQ(Count(s, "mmcblk0", "mmc0", KmsgKind::kCrcError), 0u);
+  EXPECT_EQ(s.messages.count({"", "", KmsgKind::kUnderVoltage}), 1u);
   auto start = std::chrono::steady_clock::now();
   f.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << "the stop pipe wakes poll()";

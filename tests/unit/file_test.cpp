@@ -1,6 +1,7 @@
 // util::SysfsAttributes: a kept-open sysfs attribute reads its current value, never a stale one;
 // files elsewhere are opened anew; errors are ReadAttribute's.
 #include "util/file.h"
+#include "util/strings.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -148,7 +148,7 @@ TEST(KmsgRecord, BlockDeviceProperty) {
 }
 
 TEST(KmsgRecord, LoopDeviceIoErrorAsRead) {
-  // What root reads here when the emulated card fails (FIELD-NOTES.md), with its dictionary.
+  // What root reads here when the emulated card fails (tests/e2e/faults_e2e.sh, kernel 6.x), with its dictionary.
   auto r = ParseKmsgRecord(
       "3,1234,5678901,-;I/O error, dev loop0, sector 0 op 0x0:(READ) flags 0x800 phys_seg 1 prio class 2\n"
       " SUBSYSTEM=block\n DEVICE=b7:0\n");
@@ -323,18 +323,18 @@ TEST(KmsgClassify, Sample09UsbExt4AbortJournalRemountRo) {
 
   auto count = ParseExt4ErrorSummary(DmesgMessage(lines[5]));
   ASSERT_TRUE(count);
-  EXPECT_EQ(count->type, Ext4ErrorSummary::Type::error_count);
+  EXPECT_EQ(count->type, Ext4ErrorSummary::Type::kErrorCount);
   EXPECT_EQ(count->device, "sda1");
   EXPECT_EQ(count->error_count, 6u);
   auto first = ParseExt4ErrorSummary(DmesgMessage(lines[6]));
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->type, Ext4ErrorSummary::Type::first_error);
+  EXPECT_EQ(first->type, Ext4ErrorSummary::Type::kFirstError);
   EXPECT_EQ(first->time, 1415238176);
   EXPECT_EQ(first->function, "ext4_journal_check_start");
   EXPECT_EQ(first->line, 56u);
   auto last = ParseExt4ErrorSummary(DmesgMessage(lines[7]));
   ASSERT_TRUE(last);
-  EXPECT_EQ(last->type, Ext4ErrorSummary::Type::last_error);
+  EXPECT_EQ(last->type, Ext4ErrorSummary::Type::kLastError);
   EXPECT_EQ(last->time, 1415238717);
   EXPECT_EQ(last->function, "ext4_discard_preallocations");
   EXPECT_EQ(last->line, 3954u);
@@ -350,13 +350,13 @@ TEST(KmsgClassify, Sample11Ext4ErrorCountFirstErrorAt33s) {
   EXPECT_EQ(count->error_count, 2u);
   auto first = ParseExt4ErrorSummary(DmesgMessage(lines[1]));
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->type, Ext4ErrorSummary::Type::first_error);
+  EXPECT_EQ(first->type, Ext4ErrorSummary::Type::kFirstError);
   EXPECT_EQ(first->time, 33);  // 1970: no RTC, logged before NTP; kept as is
   EXPECT_EQ(first->function, "ext4_mb_generate_buddy");
   EXPECT_EQ(first->line, 755u);
   auto last = ParseExt4ErrorSummary(DmesgMessage(lines[2]));
   ASSERT_TRUE(last);
-  EXPECT_EQ(last->type, Ext4ErrorSummary::Type::last_error);
+  EXPECT_EQ(last->type, Ext4ErrorSummary::Type::kLastError);
   EXPECT_EQ(last->time, 31);  // 'last' < 'initial', as logged
 }
 
@@ -610,15 +610,15 @@ TEST(JournalDevice, InternalAndExternalJournals) {
 }
 
 TEST(KmsgKind, Names) {
-  EXPECT_EQ(ToString(KmsgKind::io_error), "io_error");
-  EXPECT_EQ(ToString(KmsgKind::timeout), "timeout");
-  EXPECT_EQ(ToString(KmsgKind::crc_error), "crc_error");
-  EXPECT_EQ(ToString(KmsgKind::card_removed), "card_removed");
-  EXPECT_EQ(ToString(KmsgKind::overclock_reduced), "overclock_reduced");
-  EXPECT_EQ(ToString(KmsgKind::filesystem_error), "filesystem_error");
-  EXPECT_EQ(ToString(KmsgKind::remount_ro), "remount_ro");
-  EXPECT_EQ(ToString(KmsgKind::under_voltage), "under_voltage");
-  EXPECT_EQ(ToString(KmsgKind::cqe_recovery), "cqe_recovery");
+  EXPECT_EQ(ToString(KmsgKind::kIoError), "io_error");
+  EXPECT_EQ(ToString(KmsgKind::kTimeout), "timeout");
+  EXPECT_EQ(ToString(KmsgKind::kCrcError), "crc_error");
+  EXPECT_EQ(ToString(KmsgKind::kCardRemoved), "card_removed");
+  EXPECT_EQ(ToString(KmsgKind::kOverclockReduced), "overclock_reduced");
+  EXPECT_EQ(ToString(KmsgKind::kFilesystemError), "filesystem_error");
+  EXPECT_EQ(ToString(KmsgKind::kRemountRo), "remount_ro");
+  EXPECT_EQ(ToString(KmsgKind::kUnderVoltage), "under_voltage");
+  EXPECT_EQ(ToString(KmsgKind::kCqeRecovery), "cqe_recovery");
 }
 
 }  // namespace

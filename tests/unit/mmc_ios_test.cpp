@@ -12,7 +12,7 @@ using namespace diskprobe::parsers;
 using diskprobe::test_pi::sample_body;
 
 MmcIos ios_sample(const std::string& file) {
-    const auto r = parse_mmc_ios(sample_body("ios", file));
+    const auto r = ParseMmcIos(sample_body("ios", file));
     EXPECT_TRUE(r) << r.error;
     EXPECT_TRUE(r.value.value_or(MmcIos{}).unparsed_lines.empty()) << file;
     return r.value.value_or(MmcIos{});
@@ -99,7 +99,7 @@ TEST(MmcIos, Sample13Sdr50TrailingSpaces) {
 }
 
 TEST(MmcIos, OldKernelWithoutVoltageAndDriverLinesCrlfAndUnknownLines) {
-    const auto r = parse_mmc_ios(
+    const auto r = ParseMmcIos(
         "clock:\t\t25000000 Hz\r\n"
         "vdd:\t\t7 (1.65 - 1.95 V)\r\n"
         "bus width:\t3 (8 bits)\r\n"
@@ -126,7 +126,7 @@ TEST(MmcIos, OldKernelWithoutVoltageAndDriverLinesCrlfAndUnknownLines) {
 }
 
 TEST(MmcIos, InvalidNamesAndHs400EnhancedStrobe) {
-    const auto r = parse_mmc_ios(
+    const auto r = ParseMmcIos(
         "timing spec:\t10 (mmc HS400 enhanced strobe)\n"
         "signal voltage:\t2 (1.20 V)\n"
         "driver type:\t7 (invalid)\n"
@@ -140,20 +140,20 @@ TEST(MmcIos, InvalidNamesAndHs400EnhancedStrobe) {
 }
 
 TEST(MmcIos, EmptyOrForeignInputIsAnError) {
-    EXPECT_FALSE(parse_mmc_ios(""));
-    EXPECT_FALSE(parse_mmc_ios("\n\n"));
-    const auto r = parse_mmc_ios("MemTotal:  1024 kB\n");
+    EXPECT_FALSE(ParseMmcIos(""));
+    EXPECT_FALSE(ParseMmcIos("\n\n"));
+    const auto r = ParseMmcIos("MemTotal:  1024 kB\n");
     EXPECT_FALSE(r);
     EXPECT_EQ(r.error, "ios: no recognised line");
 }
 
 TEST(MmcIos, TimingNameTableMatchesKernel) {
-    EXPECT_EQ(mmc_timing_name(0), std::optional<std::string_view>("legacy"));
-    EXPECT_EQ(mmc_timing_name(6), std::optional<std::string_view>("sd uhs SDR104"));
-    EXPECT_EQ(mmc_timing_name(7), std::optional<std::string_view>("sd uhs DDR50"));
-    EXPECT_EQ(mmc_timing_name(8), std::optional<std::string_view>("mmc DDR52"));
-    EXPECT_EQ(mmc_timing_name(10), std::optional<std::string_view>("mmc HS400"));
-    EXPECT_FALSE(mmc_timing_name(11));
+    EXPECT_EQ(MmcTimingName(0), std::optional<std::string_view>("legacy"));
+    EXPECT_EQ(MmcTimingName(6), std::optional<std::string_view>("sd uhs SDR104"));
+    EXPECT_EQ(MmcTimingName(7), std::optional<std::string_view>("sd uhs DDR50"));
+    EXPECT_EQ(MmcTimingName(8), std::optional<std::string_view>("mmc DDR52"));
+    EXPECT_EQ(MmcTimingName(10), std::optional<std::string_view>("mmc HS400"));
+    EXPECT_FALSE(MmcTimingName(11));
 }
 
 }  // namespace

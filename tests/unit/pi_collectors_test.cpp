@@ -1,6 +1,6 @@
 // The Raspberry Pi collectors (mmc_ios, mmc_card, boot_config, board) on complete fixture roots
 // built from the samples (tests/fixtures/roots/<name>, sources in each SOURCES.md), compared with a
-// golden exposition file per root; and the failure and absence rules of issue 4.
+// golden exposition file per root; and the failure and absence rules (a value that cannot be read is absent, not 0, and the reason is visible).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

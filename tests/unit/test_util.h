@@ -14,7 +14,7 @@
 namespace diskprobe::testing {
 
 // True under CI=true, where a test that needs root, a device or a kernel feature must run
-// (CONVENTIONS.md): DISKPROBE_SKIP_OUTSIDE_CI fails there and skips elsewhere.
+// (CI machines have them, so a skip there would hide a failure): DISKPROBE_SKIP_OUTSIDE_CI fails there and skips elsewhere.
 inline bool UnderCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
