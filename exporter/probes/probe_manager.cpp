@@ -18,6 +18,7 @@
 #include "parsers/block_stat.h"
 #include "probes/device_lock.h"
 #include "probes/io.h"
+#include "probes/kinds.h"
 #include "probes/probe_file.h"
 #include "probes/runners.h"
 #include "util/file.h"
@@ -42,8 +43,9 @@ probes::IoPriorityClass ToIoClass(config::IoPriority p) {
   switch (p) {
     case config::IoPriority::kIdle: return probes::IoPriorityClass::kIdle;
     case config::IoPriority::kBestEffort: return probes::IoPriorityClass::kBestEffort;
-    default: return probes::IoPriorityClass::kNone;
+    case config::IoPriority::kNone: return probes::IoPriorityClass::kNone;
   }
+  return probes::IoPriorityClass::kNone;
 }
 
 // The disk that holds `dir`, or of its nearest existing ancestor (the state directory may not
@@ -420,8 +422,8 @@ class DeviceWorker {
       logged_buffered_[static_cast<int>(job.kind)] = true;
     }
     probes::RunEnv env = Env(settings, &delta, [](std::uint64_t) { return true; });
-    out = job.kind == ProbeKind::kRandRead ? probes::RunRandRead(fd, direct, bytes, align, env)
-                                           : probes::RunSeqRead(fd, direct, bytes, align, env);
+    const probes::RawDevice raw{fd, direct, bytes, align};
+    out = probes::RunnerOf(job.kind).run(probes::RunTarget{&raw, nullptr}, env);
     Finish(job.kind, job.dir, out, delta, t0, direct ? 1 : 0, false);
   }
 
@@ -459,10 +461,10 @@ class DeviceWorker {
     ProbeStats delta;
     probes::RunOutcome out;
     auto& file = files_[job.dir];
-    if (job.kind == ProbeKind::kVerify) {
-      if (!file) return;  // nothing written yet to read back; verify never creates the file
+    if (!config::IsWriteProbe(job.kind)) {
+      if (!file) return;  // nothing written yet to read back; reading the file never creates it
       probes::RunEnv env = Env(settings, &delta, [](std::uint64_t) { return false; });
-      out = probes::RunVerify(*file, env);
+      out = probes::RunnerOf(job.kind).run(probes::RunTarget{nullptr, file.get()}, env);
       // Blocks written again since they were found damaged may be reported anew.
       for (const auto& [index, seq] : file->recent()) reported_corrupt_.erase({job.dir, index * probes::kProbeBlock});
       Finish(job.kind, job.dir, out, delta, t0, file->direct_io() ? 1 : 0, false);
@@ -536,11 +538,7 @@ class DeviceWorker {
       file->header().budget_used += bytes;
       return true;
     });
-    switch (job.kind) {
-      case ProbeKind::kWrite: out = probes::RunWrite(*file, env); break;
-      case ProbeKind::kFsync: out = probes::RunFsync(*file, env); break;
-      default: out = probes::RunSeqWrite(*file, env); break;
-    }
+    out = probes::RunnerOf(job.kind).run(probes::RunTarget{nullptr, file.get()}, env);
     // Budget taken for an op that failed before writing stays taken: the card may have written it.
     probes::AlignedBuffer hdr(probes::kProbeBlock, probes::kProbeBlock);
     op_started_.store(probes::MonotonicNs());
@@ -627,7 +625,10 @@ void ProbeManager::Reconcile() {
   if (cfg->probes.enabled) {
     for (const Device& d : *last_devices_) {
       const config::ProbeSet& set = cfg->probes.For(d.name);
-      WorkerPlan plan{d, cfg, set[ProbeKind::kRandRead].enabled || set[ProbeKind::kSeqRead].enabled, {}};
+      bool read_probes = false;
+      for (const config::ProbeKindRow& row : config::kProbeKindTable)
+        read_probes = read_probes || (row.target == config::ProbeTarget::kRawDevice && set[row.kind].enabled);
+      WorkerPlan plan{d, cfg, read_probes, {}};
       desired[d.name] = plan;
     }
     static std::set<std::string> logged;  // one log line per directory problem per process
