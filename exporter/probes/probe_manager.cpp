@@ -118,10 +118,9 @@ void ProbeManager::Reconcile() {
       it->second.write_dirs.push_back(dir);
     }
   }
-  if (unresolved != unresolved_) {
-    unresolved_ = std::move(unresolved);
-    generation_->fetch_add(1, std::memory_order_acq_rel);
-  }
+  // Whether the published set (workers, unresolved directories) changed: scrapes re-render then.
+  bool changed = unresolved != unresolved_;
+  unresolved_ = std::move(unresolved);
   for (auto it = workers_.begin(); it != workers_.end();) {
     auto d = desired.find(it->first);
     bool keep = d != desired.end() && (d->second.read_probes || !d->second.write_dirs.empty()) &&
@@ -131,6 +130,7 @@ void ProbeManager::Reconcile() {
       continue;
     }
     it->second->RequestStop();
+    changed = true;
     retired_.push_back(it->second);
     it = workers_.erase(it);
   }
@@ -155,8 +155,10 @@ void ProbeManager::Reconcile() {
     }
     logged_.erase("thread|" + name);
     workers_[name] = w;
+    changed = true;
   }
   unstarted_ = std::move(unstarted);
+  if (changed) generation_->fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool ProbeManager::Stop(std::chrono::milliseconds timeout) {

@@ -387,11 +387,13 @@ TEST_F(EngineTest, DiskRemovedMidRunIsDroppedAndItsThreadEnds) {
   ASSERT_TRUE(StepUntil(1, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
   ASSERT_TRUE(gate.AwaitWaiter());
   // The card is pulled while its read is in flight.
+  const std::uint64_t generation = manager_->Generation();
   rig_.RemoveDisk(kDisk);
   registry_->Refresh();
   rig_.env->open_error = ENODEV;
   ASSERT_TRUE(StepUntil(1, seconds(1), 5, [&] { return manager_->Snapshot().empty(); }));
   EXPECT_TRUE(manager_->Stalled().empty()) << "its series go at once, the thread still waiting";
+  EXPECT_NE(manager_->Generation(), generation) << "scrapes must re-render without the disk";
   gate.Open();
   // The thread returns, sees it was retired and ends: Stop() (TearDown) then finds nothing stuck.
   ASSERT_TRUE(rig_.env->Settle(1));
