@@ -15,24 +15,37 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kGiB = 1ull << 30;
 
-void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKind kind, YamlReader& r,
-                        ProbeSettings* s) {
-  const bool seq = kind == ProbeKind::kSeqRead || kind == ProbeKind::kSeqWrite;
-  if (seq) {
-    if (!r.CheckMap(node, path, {"enabled", "interval", "size", "request_size"})) return;
-  } else if (kind == ProbeKind::kVerify) {
-    if (!r.CheckMap(node, path, {"enabled", "interval", "ops"})) return;
-  } else {
-    if (!r.CheckMap(node, path, {"enabled", "interval", "ops", "block_size"})) return;
+// Reads one settings key of a probe kind, with the limits that keep its runs sane.
+void ReadProbeKey(const YAML::Node& node, const std::string& path, ProbeKey key, YamlReader& r, ProbeSettings* s) {
+  switch (key) {
+    case ProbeKey::kEnabled: r.ReadBool(node, path, "enabled", &s->enabled); return;
+    case ProbeKey::kInterval:
+      r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000), std::chrono::hours(24 * 7));
+      return;
+    case ProbeKey::kOps: {
+      std::uint64_t ops = s->ops;
+      r.ReadUint(node, path, "ops", &ops, 1, 4096);
+      s->ops = static_cast<std::uint32_t>(ops);
+      return;
+    }
+    case ProbeKey::kBlockSize: r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB); return;
+    case ProbeKey::kSize: r.ReadSize(node, path, "size", &s->size, 4096, kGiB); return;
+    case ProbeKey::kRequestSize: r.ReadSize(node, path, "request_size", &s->request_size, 4096, 64 * kMiB); return;
   }
-  r.ReadBool(node, path, "enabled", &s->enabled);
-  r.ReadDuration(node, path, "interval", &s->interval, milliseconds(1000), std::chrono::hours(24 * 7));
+}
+
+void ApplyProbeSettings(const YAML::Node& node, const std::string& path, const ProbeKindRow& row, YamlReader& r,
+                        ProbeSettings* s) {
+  std::vector<std::string_view> keys;
+  for (std::size_t i = 0; i < kProbeKeyNames.size(); ++i)
+    if (row.Accepts(static_cast<ProbeKey>(i))) keys.push_back(kProbeKeyNames[i]);
+  if (!r.CheckMap(node, path, keys)) return;
+  for (std::size_t i = 0; i < kProbeKeyNames.size(); ++i)
+    if (row.Accepts(static_cast<ProbeKey>(i))) ReadProbeKey(node, path, static_cast<ProbeKey>(i), r, s);
   // Where a rule about a merged value (this node's or the defaults') is reported: at the key when
   // this node sets it, else at the node.
   auto at = [&](const char* key) { return node[key].IsDefined() ? node[key] : node; };
-  if (seq) {
-    r.ReadSize(node, path, "size", &s->size, 4096, kGiB);
-    r.ReadSize(node, path, "request_size", &s->request_size, 4096, 64 * kMiB);
+  if (row.Accepts(ProbeKey::kSize) && row.Accepts(ProbeKey::kRequestSize)) {
     // Requests are O_DIRECT, so aligned to the largest logical block size (4 KiB), and the run
     // reads or writes whole requests: a size the requests do not fill was silently cut (a 1 MiB
     // size with 4 MiB requests did nothing and counted an ok run).
@@ -44,33 +57,25 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, ProbeKi
     else if (s->size % s->request_size != 0)
       r.Fail(at("size"), path + ".size",
              "must be a multiple of request_size (" + std::to_string(s->request_size) + "), got " + std::to_string(s->size));
-  } else {
-    std::uint64_t ops = s->ops;
-    r.ReadUint(node, path, "ops", &ops, 1, 4096);
-    s->ops = static_cast<std::uint32_t>(ops);
-    if (kind != ProbeKind::kVerify) {
-      r.ReadSize(node, path, "block_size", &s->block_size, 512, 1 * kMiB);
-      // randread: O_DIRECT on the raw device needs whole sectors (and is rounded up to the
-      // device's logical block size at run time); write and fsync: whole 4 KiB blocks of the
-      // probe file, each stamped with its header and CRC (5000 failed every run with EINVAL,
-      // 1000 was silently written as 4096).
-      const std::uint64_t unit = kind == ProbeKind::kRandRead ? 512 : 4096;
-      if (s->block_size % unit != 0)
-        r.Fail(at("block_size"), path + ".block_size",
-               "must be a multiple of " + std::string(unit == 512 ? "512" : "4KiB") + ", got " +
-                   std::to_string(s->block_size));
-    }
   }
+  // The row's unit (ProbeKindRow::block_unit says why per kind): 5000 failed every write run
+  // with EINVAL, 1000 was silently written as 4096.
+  if (row.Accepts(ProbeKey::kBlockSize) && row.block_unit != 0 && s->block_size % row.block_unit != 0)
+    r.Fail(at("block_size"), path + ".block_size",
+           "must be a multiple of " + std::string(row.block_unit % 1024 == 0 ? std::to_string(row.block_unit / 1024) + "KiB"
+                                                                              : std::to_string(row.block_unit)) +
+               ", got " + std::to_string(s->block_size));
 }
 
 void ApplyProbeSet(const YAML::Node& node, const std::string& path, YamlReader& r, ProbeSet* set) {
-  if (!r.CheckMap(node, path, {"randread", "seqread", "write", "fsync", "seqwrite", "verify"})) return;
+  std::vector<std::string_view> names;
+  for (const ProbeKindRow& row : kProbeKindTable) names.push_back(row.name);
+  if (!r.CheckMap(node, path, names)) return;
   if (!node.IsDefined() || node.IsNull()) return;
-  for (int i = 0; i < kProbeKinds; ++i) {
-    auto kind = static_cast<ProbeKind>(i);
-    std::string name(ProbeKindName(kind));
+  for (const ProbeKindRow& row : kProbeKindTable) {
+    std::string name(row.name);
     const YAML::Node sub = node[name];
-    if (sub.IsDefined()) ApplyProbeSettings(sub, YamlReader::Join(path, name), kind, r, &(*set)[kind]);
+    if (sub.IsDefined()) ApplyProbeSettings(sub, YamlReader::Join(path, name), row, r, &(*set)[row.kind]);
   }
 }
 
@@ -205,18 +210,6 @@ bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std:
 }
 
 }  // namespace
-
-std::string_view ProbeKindName(ProbeKind k) {
-  switch (k) {
-    case ProbeKind::kRandRead: return "randread";
-    case ProbeKind::kSeqRead: return "seqread";
-    case ProbeKind::kWrite: return "write";
-    case ProbeKind::kFsync: return "fsync";
-    case ProbeKind::kSeqWrite: return "seqwrite";
-    case ProbeKind::kVerify: return "verify";
-  }
-  return "unknown";
-}
 
 const ProbeSet& ProbesConfig::For(std::string_view device) const {
   for (const auto& [pat, set] : devices)

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/probe_kinds.h"
 #include "config/yaml_reader.h"
 
 namespace diskprobe::config {
@@ -23,31 +24,6 @@ struct DevicesConfig {
 
   // True when a whole disk named `name` is to be monitored under these filters.
   bool Selects(std::string_view name) const;
-};
-
-// One probe kind's settings (see config/default.yml, probes.defaults).
-struct ProbeSettings {
-  bool enabled = false;
-  std::chrono::milliseconds interval{0};
-  std::uint32_t ops = 0;            // randread, write, fsync: operations per run
-  std::uint64_t block_size = 0;     // bytes per operation (randread, write, fsync)
-  std::uint64_t size = 0;           // seqread, seqwrite: bytes per run
-  std::uint64_t request_size = 0;   // seqread, seqwrite: bytes per request
-};
-
-// The kinds, in the order they are exported.
-enum class ProbeKind { kRandRead = 0, kSeqRead, kWrite, kFsync, kSeqWrite, kVerify };
-inline constexpr int kProbeKinds = 6;
-// "randread", "seqread", "write", "fsync", "seqwrite", "verify"
-std::string_view ProbeKindName(ProbeKind k);
-inline bool IsWriteProbe(ProbeKind k) { return k == ProbeKind::kWrite || k == ProbeKind::kFsync || k == ProbeKind::kSeqWrite; }
-// Probes that work in the probe file (the write probes and verify, which reads it back).
-inline bool UsesProbeFile(ProbeKind k) { return IsWriteProbe(k) || k == ProbeKind::kVerify; }
-
-struct ProbeSet {
-  ProbeSettings kinds[kProbeKinds];
-  ProbeSettings& operator[](ProbeKind k) { return kinds[static_cast<int>(k)]; }
-  const ProbeSettings& operator[](ProbeKind k) const { return kinds[static_cast<int>(k)]; }
 };
 
 enum class IoPriority { kNone, kBestEffort, kIdle };

@@ -115,6 +115,10 @@ void YamlReader::Fail(const YAML::Node& at, const std::string& path, std::string
 
 bool YamlReader::CheckMap(const YAML::Node& node, const std::string& path,
                           std::initializer_list<std::string_view> known) {
+  return CheckMap(node, path, std::span<const std::string_view>(known.begin(), known.size()));
+}
+
+bool YamlReader::CheckMap(const YAML::Node& node, const std::string& path, std::span<const std::string_view> known) {
   if (!node.IsDefined() || node.IsNull()) return true;
   if (!node.IsMap()) {
     Fail(node, path, std::string("must be a mapping, got ") + TypeName(node));

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <optional>
 #include <regex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,7 @@ class YamlReader {
   // True when `node` is a mapping (or null/absent: treated as empty). Reports keys not in `known`
   // and duplicate keys, each at the key's position.
   bool CheckMap(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> known);
+  bool CheckMap(const YAML::Node& node, const std::string& path, std::span<const std::string_view> known);
 
   // A duration from min to max inclusive (a maximum keeps timers far from overflow).
   void ReadDuration(const YAML::Node& map, const std::string& path, const char* key,

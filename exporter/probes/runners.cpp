@@ -11,7 +11,7 @@ namespace {
 // so a scrape can see an operation that has not returned.
 template <typename Op>
 OpResult Tracked(RunEnv& env, Op op) {
-  env.op_started_ns->store(MonotonicNs(), std::memory_order_release);
+  env.op_started_ns->store(env.now_ns ? env.now_ns() : MonotonicNs(), std::memory_order_release);
   OpResult r = op();
   env.op_started_ns->store(0, std::memory_order_release);
   return r;

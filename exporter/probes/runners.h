@@ -25,6 +25,8 @@ struct RunEnv {
   std::function<void(double seconds)> observe;  // every completed op's latency
   // Asks for `bytes` of write budget before a write op; false: the op does not start.
   std::function<bool(std::uint64_t bytes)> take_budget;
+  // The clock of the stall marker, nanoseconds (the engine's Env::NowNs); empty: MonotonicNs.
+  std::function<std::int64_t()> now_ns = {};
 };
 
 // A block the verify probe found damaged.

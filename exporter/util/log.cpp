@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 namespace diskprobe::log {
@@ -12,6 +13,10 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 std::atomic<int> g_format{static_cast<int>(Format::kLogfmt)};
+// A sink is rare (tests): the flag keeps the mutex off the normal path.
+std::atomic<bool> g_has_sink{false};
+std::mutex g_sink_mu;
+Sink g_sink;
 
 const char* LevelName(Level l) {
   switch (l) {
@@ -125,9 +130,22 @@ std::string Render(Format format, std::string_view ts, Level level, std::string_
   return out;
 }
 
+void SetSink(Sink sink) {
+  std::lock_guard<std::mutex> lock(g_sink_mu);
+  g_sink = std::move(sink);
+  g_has_sink.store(static_cast<bool>(g_sink), std::memory_order_release);
+}
+
 void Write(Level level, std::string_view msg, std::initializer_list<Field> fields) {
   if (!Enabled(level)) return;
   std::string line = Render(static_cast<Format>(g_format.load()), Now(), level, msg, fields);
+  if (g_has_sink.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(g_sink_mu);
+    if (g_sink) {
+      g_sink(level, line);
+      return;
+    }
+  }
   // One write(2) per line so concurrent threads never interleave within a line.
   const char* p = line.data();
   std::size_t left = line.size();

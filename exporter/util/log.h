@@ -1,6 +1,7 @@
 #pragma once
 // Structured logging: logfmt (default) or JSON, one line per event on stderr.
 // Collectors log state changes (once), never once per scrape.
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -25,6 +26,11 @@ using Field = std::pair<std::string_view, std::string>;
 // Writes one line: ts=<RFC3339 UTC ms> level=<l> msg=<msg> key=value... (logfmt) or the same keys
 // as a JSON object. Values are quoted/escaped as each format requires. Thread-safe (one write(2)).
 void Write(Level level, std::string_view msg, std::initializer_list<Field> fields = {});
+
+// Where lines go: stderr, or a sink given here that receives each rendered line instead (tests
+// capture the log with it). An empty sink restores stderr. Thread-safe.
+using Sink = std::function<void(Level level, std::string_view line)>;
+void SetSink(Sink sink);
 
 // Renders one line without writing it (for tests).
 std::string Render(Format format, std::string_view ts, Level level, std::string_view msg,
