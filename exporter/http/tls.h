@@ -53,4 +53,18 @@ using HmacSha256Fn = int (*)(const void* key, std::size_t key_len, void* msg, st
                              unsigned char out[32]);
 HmacSha256Fn LoadHmacSha256(std::string* error);
 
+// Non-blocking TLS sessions for the server's event loop, from the compat "libssl.so" (loads the
+// compat libraries first if needed). Codes and semantics: openssl_compat/compat_api.h
+// (diskprobe_tls_code: -1 want read, -2 want write, -3 peer closed, -4 error). nullptr with *error
+// when the compat libraries cannot be loaded or lack the functions.
+inline constexpr long kTlsWantRead = -1, kTlsWantWrite = -2, kTlsClosed = -3, kTlsError = -4;
+struct TlsIo {
+  void* (*new_session)(void* ssl_ctx, int fd);
+  int (*handshake)(void* session);
+  long (*read)(void* session, void* buf, std::size_t len);
+  long (*write)(void* session, const void* buf, std::size_t len);
+  void (*free_session)(void* session);
+};
+const TlsIo* LoadTlsIo(std::string* error);
+
 }  // namespace diskprobe::http

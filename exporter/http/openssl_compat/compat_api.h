@@ -51,4 +51,21 @@ typedef int (*diskprobe_ssl_ctx_reload_fn)(void* front, const struct diskprobe_t
 typedef int (*diskprobe_hmac_sha256_fn)(const void* key, size_t key_len, void* msg, size_t msg_len,
                                         unsigned char out[32]);
 
+// Non-blocking TLS server sessions on an accepted socket (in the "libssl.so" compat library), for
+// the server's event loop. dp_compat_tls_new: a session on `fd` from a context of
+// dp_compat_ssl_ctx_new (NULL on failure). dp_compat_tls_handshake: 0 when done, else one of the
+// codes below. dp_compat_tls_read / _write: bytes moved (> 0), else one of the codes below.
+// dp_compat_tls_free: sends close_notify when the handshake had finished (never waits), frees.
+enum diskprobe_tls_code {
+  DISKPROBE_TLS_WANT_READ = -1,   // retry when the socket is readable
+  DISKPROBE_TLS_WANT_WRITE = -2,  // retry when the socket is writable
+  DISKPROBE_TLS_CLOSED = -3,      // the peer sent close_notify
+  DISKPROBE_TLS_ERROR = -4,       // protocol or socket error: close the connection
+};
+typedef void* (*diskprobe_tls_new_fn)(void* ctx, int fd);
+typedef int (*diskprobe_tls_handshake_fn)(void* session);
+typedef long (*diskprobe_tls_read_fn)(void* session, void* buf, size_t len);
+typedef long (*diskprobe_tls_write_fn)(void* session, const void* buf, size_t len);
+typedef void (*diskprobe_tls_free_fn)(void* session);
+
 }  // extern "C"
