@@ -245,7 +245,7 @@ bool BasicAuth::AcquireSlot(const std::string& source) {
     pos = std::find_if(waiting_.begin(), waiting_.end(), [](const Turn* t) { return t->suspect; });
   waiting_.insert(pos, &turn);
   // Bounded: a verifier that never returns must not keep request threads forever.
-  const bool woke = slot_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return turn.granted || turn.cancelled; });
+  const bool woke = slot_cv_.wait_for(lock, std::chrono::seconds(20), [&] { return turn.granted || turn.cancelled; });
   if (turn.granted) return true;
   if (!woke) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &turn));
   return false;

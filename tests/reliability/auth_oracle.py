@@ -20,7 +20,7 @@ import threading
 import time
 
 
-def request(host, port, ctx, user, password, source=None, timeout=15):
+def request(host, port, ctx, user, password, source=None, timeout=30):
     conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx,
                                        source_address=(source, 0) if source else None)
     tok = base64.b64encode(f"{user}:{password}".encode()).decode()

@@ -7,8 +7,9 @@ patient attacker would):
   --slowloris N   connections that send a request head one byte every --drip seconds
   --halfopen N    connections that send the first half of a TLS ClientHello and stop
   --pipeline N    connections that send ~20 KB of pipelined "GET /metrics" and read nothing
-                  (receive buffer 4 KB, so the server's responses back up at once)
-Meanwhile it makes --scrapes scrapes one after another, each on a new connection (and a new TLS
+                  (receive buffer 4 KB, so the server's responses back up at once; over TLS
+                  with --ca)
+Meanwhile it makes --scrapes scrapes one after another (--interval apart), each on a new connection (and a new TLS
 handshake with --ca), and prints their latency p50/p99, failures, and the exporter's RSS before
 and after when --pid is given.
 
@@ -53,8 +54,9 @@ SLOW_HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-a: " + b"b" * 4000 + b"\r\n\
 class Holder(threading.Thread):
     """Keeps `count` connections of one kind open from `source`, re-opening closed ones."""
 
-    def __init__(self, kind, count, host, port, sources, drip, stop):
+    def __init__(self, kind, count, host, port, sources, drip, stop, tls_ctx=None):
         super().__init__(daemon=True)
+        self.tls_ctx = tls_ctx if kind == "pipeline" else None  # the others never finish a handshake
         self.kind, self.count, self.host, self.port = kind, count, host, port
         self.sources, self.drip, self.stop = sources, drip, stop
         self.opened = 0
@@ -74,6 +76,13 @@ class Holder(threading.Thread):
             s.close()
             self.connect_errors += 1
             return None
+        if self.tls_ctx is not None:
+            try:
+                s = self.tls_ctx.wrap_socket(s, server_hostname="localhost")
+            except (OSError, ssl.SSLError):
+                s.close()
+                self.connect_errors += 1
+                return None
         s.setblocking(False)
         try:
             if self.kind == "halfopen":
@@ -84,7 +93,7 @@ class Holder(threading.Thread):
                 while sent < len(data):  # best effort: the server may stop reading
                     try:
                         sent += s.send(data[sent:])
-                    except BlockingIOError:
+                    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                         break
         except OSError:
             pass
@@ -214,7 +223,10 @@ def main():
     ap.add_argument("--spread", type=int, default=4, help="source addresses per kind of hostile connection")
     ap.add_argument("--scrapes", type=int, default=100)
     ap.add_argument("--path", default="/metrics")
-    ap.add_argument("--warmup", type=float, default=2.0, help="seconds the attack runs before scraping")
+    ap.add_argument("--warmup", type=float, default=4.0,
+                    help="seconds the attack runs before scraping (longer than the server's head deadline, "
+                         "so that scrapes meet connections being dropped and re-opened)")
+    ap.add_argument("--interval", type=float, default=0.1, help="seconds between scrapes")
     ap.add_argument("--timeout", type=float, default=10.0, help="per-scrape timeout, seconds")
     ap.add_argument("--ca", help="CA file: scrape over HTTPS")
     ap.add_argument("--auth", help="user:password for basic auth")
@@ -235,10 +247,15 @@ def main():
         tls_ctx = ssl.create_default_context(cafile=a.ca)
         tls_ctx.check_hostname = False
 
+    # One scrape before the attack: with basic auth the first costs a bcrypt (seconds on a loaded
+    # machine), which says nothing about hostile clients.
+    dt, status, ok = scrape(host, port, a.path, a.timeout, tls_ctx, a.auth)
+    print(f"first scrape, before the attack (not counted): {status} in {dt * 1000:.1f} ms")
     rss_before = rss_kib(a.pid) if a.pid else None
     stop = threading.Event()
     kinds = (("idle", a.idle), ("slowloris", a.slowloris), ("halfopen", a.halfopen), ("pipeline", a.pipeline))
-    holders = [Holder(kind, n, host, port, [f"127.0.0.{10 * (k + 1) + j}" for j in range(a.spread)], a.drip, stop)
+    holders = [Holder(kind, n, host, port, [f"127.0.0.{10 * (k + 1) + j}" for j in range(a.spread)], a.drip, stop,
+                      tls_ctx)
                for k, (kind, n) in enumerate(kinds) if n > 0]
     for h in holders:
         h.start()
@@ -252,6 +269,7 @@ def main():
         lat.append(dt)
         if not ok:
             failures.append(status)
+        time.sleep(a.interval)
     elapsed = time.monotonic() - t_start
     rss_after = rss_kib(a.pid) if a.pid else None
     held_end = {h.kind: h.held() for h in holders}
