@@ -362,10 +362,17 @@ struct Server::Impl {
     c.fd = -1;
   }
 
-  void Close(std::uint64_t id) {
+  // `reset`: close with RST (SO_LINGER 0). A connection dropped by a deadline may have a response
+  // queued that its client never reads; a plain close would leave the kernel holding it (and the
+  // client's connection open) until it gives up retransmitting into a zero window.
+  void Close(std::uint64_t id, bool reset = false) {
     auto it = conns.find(id);
     if (it == conns.end()) return;
     Conn& c = *it->second;
+    if (reset && c.fd >= 0) {
+      const linger l{1, 0};
+      ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
     if (--per_ip[c.ip] <= 0) per_ip.erase(c.ip);
     CloseFd(c);  // also leaves epoll
     conns.erase(it);
@@ -612,7 +619,7 @@ struct Server::Impl {
     std::vector<std::uint64_t> late;
     for (auto& [id, c] : conns)
       if (c->state != State::kHandling && c->deadline <= now) late.push_back(id);
-    for (auto id : late) Close(id);
+    for (auto id : late) Close(id, /*reset=*/true);
   }
 
   int NextTimeoutMs(Clock::time_point now) const {

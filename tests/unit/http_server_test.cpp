@@ -144,8 +144,8 @@ TEST_F(ServerTest, BadRequestsGetAStatusAndAClose) {
       {"garbage\r\n\r\n", "HTTP/1.0 400 "},
       {"GET /x HTTP/2.0\r\n\r\n", "HTTP/1.0 505 "},
       {"GET /x HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n", "HTTP/1.0 431 "},
-      {"GET /%zz HTTP/1.1\r\n\r\n", "HTTP/1.0 400 "},
-      {"GET /x HTTP/1.1\r\n folded\r\n\r\n", "HTTP/1.0 400 "},
+      {"GET /%zz HTTP/1.1\r\n\r\n", "HTTP/1.1 400 "},
+      {"GET /x HTTP/1.1\r\n folded\r\n\r\n", "HTTP/1.1 400 "},
   };
   for (const auto& [req, want] : cases) {
     Fd c = Connect(port_);
@@ -171,6 +171,7 @@ TEST_F(ServerTest, BadRequestsGetAStatusAndAClose) {
 TEST_F(ServerTest, IdleAndSlowClientsHoldNoWorker) {
   Limits l;
   l.request_head = 5000ms;
+  l.max_per_client = 100;  // every client here is 127.0.0.1
   Start(l, 1);
   std::vector<Fd> hostile;
   for (int i = 0; i < 20; ++i) hostile.push_back(Connect(port_));
