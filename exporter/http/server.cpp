@@ -418,14 +418,9 @@ struct Server::Impl {
       c->id = next_id++;
       c->fd = fd;
       c->ip = ip;
-      if (ssl_ctx != nullptr) {
-        c->tls = tls_io->new_session(ssl_ctx, fd);
-        if (c->tls == nullptr) {
-          ::close(fd);
-          continue;
-        }
-      }
-      SetState(*c, c->tls ? State::kHandshake : State::kHead, now, limits.request_head);
+      // The TLS session (tens of KiB once the handshake starts) is made when the first byte
+      // arrives: a connection that sends nothing costs a descriptor only.
+      SetState(*c, ssl_ctx != nullptr ? State::kHandshake : State::kHead, now, limits.request_head);
       c->head_started = true;  // the first request's budget runs from accept
       epoll_event ev{};
       ev.events = EPOLLIN;
@@ -484,6 +479,7 @@ struct Server::Impl {
     if (ev & EPOLLERR) return Close(id);
     switch (c.state) {
       case State::kHandshake: {
+        if (c.tls == nullptr && (c.tls = tls_io->new_session(ssl_ctx, c.fd)) == nullptr) return Close(id);
         const int rc = tls_io->handshake(c.tls);
         if (rc == 0) {
           c.state = State::kHead;
