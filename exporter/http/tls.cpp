@@ -58,7 +58,7 @@ bool LoadOpenSslCompat(std::string* error) {
       tried += (tried.empty() ? "" : ", ") + d;
       continue;
     }
-    // Never closed: civetweb holds pointers into them for the life of the process.
+    // Never closed: TLS contexts, sessions and function pointers into them live as long as the process.
     void* crypto_h = dlopen(crypto.c_str(), RTLD_NOW | RTLD_LOCAL);
     void* ssl_h = crypto_h == nullptr ? nullptr : dlopen(ssl.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (crypto_h == nullptr || ssl_h == nullptr) {

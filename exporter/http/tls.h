@@ -1,5 +1,10 @@
 #pragma once
-// TLS for civetweb 1.15 on OpenSSL 3 (Debian 12 / Raspberry Pi OS Bookworm).
+// TLS on OpenSSL 3 through two compat libraries (Debian 12 / Raspberry Pi OS Bookworm).
+//
+// The libraries were made for civetweb 1.15, which served HTTP until its worker-per-connection
+// model proved unable to bound hostile clients (docs/architecture.md); the server (http/server.h)
+// now drives non-blocking OpenSSL sessions itself through LoadTlsIo(). What follows explains why
+// the libraries have the names they have; they stay as the one place OpenSSL is linked.
 //
 // Debian's civetweb is built for the OpenSSL 1.1 API and loads OpenSSL at run time with
 // dlopen("libssl.so") and dlopen("libcrypto.so"), then dlsym()s each function from those handles.
@@ -41,7 +46,7 @@ void* MakeSslContext(const TlsServerConfig& tls, std::string* error);
 void FreeSslContext(void* ctx);  // nullptr: no-op
 
 // Certificate rotation: rebuilds the TLS settings of a context from MakeSslContext (still in use
-// by civetweb) from `tls`, for every connection accepted from now on (a ClientHello callback
+// by the server) from `tls`, for every connection accepted from now on (a ClientHello callback
 // moves each onto the newest context; running connections keep theirs). False with *error (file
 // name and OpenSSL's reason) when the new files don't load: the previous settings stay in force.
 bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error);

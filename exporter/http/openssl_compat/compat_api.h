@@ -39,7 +39,7 @@ typedef void* (*diskprobe_ssl_ctx_new_fn)(const struct diskprobe_tls_options* op
 typedef void (*diskprobe_ssl_ctx_free_fn)(void* ctx);
 
 // dp_compat_ssl_ctx_reload: builds a new context from opts and makes it the one every *new*
-// connection on `front` (a context from dp_compat_ssl_ctx_new, still owned by civetweb) uses:
+// connection on `front` (a context from dp_compat_ssl_ctx_new, still in use by the server) uses:
 // certificate, key, client CAs, verify mode, version bounds. Running connections keep theirs.
 // 0 on success; -1 with a message in err, and the current context unchanged, on failure.
 typedef int (*diskprobe_ssl_ctx_reload_fn)(void* front, const struct diskprobe_tls_options* opts, char* err,
