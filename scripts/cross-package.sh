@@ -4,7 +4,7 @@
 #  - Architecture is the target's; every ELF file in it is for the target machine (and, for armhf,
 #    the hard-float ABI), stripped;
 #  - Depends, from dpkg-shlibdeps, names the libraries with versions: libc6, libstdc++6,
-#    libcivetweb1, libyaml-cpp0.7, libcrypt1 (the exporter) and libssl3 (the OpenSSL compat
+#    libyaml-cpp0.7, libcrypt1 (the exporter) and libssl3 (the OpenSSL compat
 #    libraries in /usr/lib/diskprobe_exporter);
 #  - the same package names as the native package's Depends (build/, or $NATIVE_BUILD), printed
 #    side by side;
@@ -46,7 +46,7 @@ depends=$(dpkg-deb -f "$deb" Depends)
 echo "$arch Depends: $depends"
 check "Architecture: $arch" test "$(dpkg-deb -f "$deb" Architecture)" = "$arch"
 # Each library package with a version (dpkg-shlibdeps wrote it from the symbols/shlibs files).
-for p in libc6 libstdc++6 libcivetweb1 libyaml-cpp0.7 libcrypt1 libssl3; do
+for p in libc6 libstdc++6 libyaml-cpp0.7 libcrypt1 libssl3; do
   re=$(sed 's/[.+]/\\&/g' <<<"$p")
   check "Depends has $p with a version: $(grep -oE "(^|, )$re \([^)]*\)" <<<"$depends" | sed 's/^, //')" \
     grep -qE "(^|, )$re \(>= [^)]+\)" <<<"$depends"

@@ -72,12 +72,11 @@ bool ReloadWebConfig(const std::string& file, const http::WebConfig& running, ht
   return true;
 }
 
-// The listen addresses in civetweb's form, or nullopt with the problem printed. The same address
-// twice (":29100" and "0.0.0.0:29100" too) made civetweb fail with "Failed to setup server
-// ports", naming neither.
+// The listen addresses one by one, or nullopt with the problem printed. The same address twice
+// (":29100" and "0.0.0.0:29100" too) is refused here, naming both, rather than failing to bind.
 std::optional<std::vector<std::string>> ListenAddresses(const std::vector<std::string>& listen) {
   std::vector<std::string> addresses = http::SplitAddresses(listen);
-  std::vector<std::pair<std::string, std::string>> ports;  // civetweb form, as given
+  std::vector<std::pair<std::string, std::string>> ports;  // normalised form, as given
   for (const auto& a : addresses) {
     std::string err;
     std::optional<std::string> port = http::ToListeningPort(a, &err);
@@ -248,7 +247,7 @@ int Run(const Flags& flags) {
   devices.Stop();
   if (!clean) {
     log::Warn("stopped; abandoned a stuck probe operation or an idle HTTP connection");
-    std::_Exit(0);  // civetweb threads still run: skip static destructors
+    std::_Exit(0);  // abandoned threads still run: skip static destructors
   }
   log::Info("stopped");
   return 0;

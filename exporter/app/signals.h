@@ -1,8 +1,8 @@
 #pragma once
 // SIGINT, SIGTERM and SIGHUP delivered to the main thread as values, whichever thread the kernel
 // interrupts: the handler writes the signal number to a pipe (self-pipe), which WaitForSignal
-// reads. civetweb changes the signal mask of its worker threads, so blocking the signals before
-// starting threads (sigwait) would not catch them all. SIGPIPE is ignored.
+// reads. The handler works whichever thread is interrupted, so no thread has to keep a signal
+// mask. SIGPIPE is ignored.
 namespace diskprobe::app {
 
 // Installs the handlers. false (errno set) when the pipe or a handler cannot be set up.

@@ -6,15 +6,50 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <stdexcept>
 
 namespace diskprobe::http {
 namespace {
 
-// bcrypt of a random password at cost 10 (the cost htpasswd -B uses by default): an unknown user
-// is checked against it so that it costs what a known one costs.
-constexpr const char* kDummyHash = "$2y$10$NNeymRtOeGQ67eOvtOoeWe2do1w0lC2CtD1fAl8/wrbKuGMRvZB06";
+constexpr int kDefaultCost = 10;  // htpasswd -B's default, when no configured hash is bcrypt
+
+// The cost of a bcrypt hash ("$2y$12$..." -> 12), or nullopt when it is not one.
+std::optional<int> BcryptCost(std::string_view h) {
+  if (h.size() < 7 || h[0] != '$' || h[1] != '2' || h[3] != '$' || h[6] != '$') return std::nullopt;
+  if (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') return std::nullopt;
+  if (!std::isdigit(static_cast<unsigned char>(h[4])) || !std::isdigit(static_cast<unsigned char>(h[5])))
+    return std::nullopt;
+  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
+  if (cost < 4 || cost > 31) return std::nullopt;
+  return cost;
+}
+
+// A bcrypt hash of `cost` with a random salt that no password matches in practice: libxcrypt's
+// setting ("$2b$12$" and 22 salt characters) padded to a hash's 60 characters. crypt reads only
+// the setting part, so checking a password against it costs exactly what a real hash of that cost
+// costs, without computing one at start-up (345 ms at cost 12 here).
+std::string MakeDummyHash(int cost) {
+  unsigned char rnd[16];
+  std::size_t got = 0;
+  while (got < sizeof rnd) {
+    ssize_t n = ::getrandom(rnd + got, sizeof rnd - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (crypt_gensalt_rn("$2b$", static_cast<unsigned long>(cost), reinterpret_cast<const char*>(rnd), sizeof rnd,
+                       setting, sizeof setting) == nullptr)
+    throw std::runtime_error("crypt_gensalt_rn failed for bcrypt cost " + std::to_string(cost));
+  std::string h = setting;
+  h.resize(60, '.');  // '.' is in bcrypt's base64 alphabet
+  return h;
+}
 
 int Base64Value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -92,6 +127,31 @@ BasicAuth::BasicAuth(std::vector<std::pair<std::string, std::string>> users, Ver
     }
     got += static_cast<std::size_t>(n);
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  MakeDummies(*users_);
+}
+
+void BasicAuth::MakeDummies(const std::vector<std::pair<std::string, std::string>>& users) {
+  user_costs_.clear();
+  for (const auto& [u, h] : users) user_costs_.push_back(BcryptCost(h).value_or(kDefaultCost));
+  if (user_costs_.empty()) user_costs_.push_back(kDefaultCost);
+  for (int cost : user_costs_) {
+    bool have = false;
+    for (const auto& [c, h] : dummies_) have = have || c == cost;
+    if (!have) dummies_.emplace_back(cost, MakeDummyHash(cost));
+  }
+}
+
+std::string BasicAuth::DummyHashFor(std::string_view user) const {
+  // The same keyed hash as the cache: an outsider cannot predict which cost a name gets.
+  const std::string mac = CacheKey(user, "dummy cost", "");
+  std::uint32_t pick = 0;
+  std::memcpy(&pick, mac.data(), sizeof pick);
+  std::lock_guard<std::mutex> lock(mu_);
+  const int cost = user_costs_[pick % user_costs_.size()];
+  for (const auto& [c, h] : dummies_)
+    if (c == cost) return h;
+  return dummies_.front().second;  // not reached: MakeDummies made one per cost
 }
 
 std::string BasicAuth::CacheKey(std::string_view user, std::string_view password, const std::string& hash) const {
@@ -106,7 +166,7 @@ std::string BasicAuth::CacheKey(std::string_view user, std::string_view password
   return std::string(reinterpret_cast<const char*>(mac), sizeof mac);
 }
 
-BasicAuth::Result BasicAuth::Check(std::optional<std::string_view> authorization) {
+BasicAuth::Result BasicAuth::Check(std::optional<std::string_view> authorization, std::string_view source) {
   if (!authorization) return Result::kDenied;
   std::string_view a = *authorization;
   if (a.size() < 6 || strncasecmp(a.data(), "Basic ", 6) != 0) return Result::kDenied;
@@ -130,43 +190,89 @@ BasicAuth::Result BasicAuth::Check(std::optional<std::string_view> authorization
     if (u == user) hash = &h;
 
   Result result = Result::kDenied;
+  std::string key;
   if (hash != nullptr) {
-    const std::string key = CacheKey(user, password, *hash);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cache_.count(key) != 0) result = Result::kOk;
-    }
-    if (result != Result::kOk) {
-      std::unique_lock<std::mutex> slot(bcrypt_slot_, std::try_to_lock);
-      if (!slot.owns_lock()) {
-        result = Result::kBusy;
-      } else {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++verifications_;
-        }
-        if (VerifyOnWorker(password, *hash)) {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (cache_.size() >= kMaxCached) cache_.clear();
-          cache_.insert(key);
-          result = Result::kOk;
-        }
-      }
-    }
-  } else {
-    std::unique_lock<std::mutex> slot(bcrypt_slot_, std::try_to_lock);
-    if (!slot.owns_lock()) {
+    key = CacheKey(user, password, *hash);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cache_.count(key) != 0) result = Result::kOk;
+  }
+  if (result != Result::kOk) {
+    const std::string src(source);
+    const std::string dummy = hash == nullptr ? DummyHashFor(user) : std::string();
+    if (!AcquireSlot(src)) {
       result = Result::kBusy;
     } else {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++verifications_;
       }
-      VerifyOnWorker(password, kDummyHash);
+      const bool ok = VerifyOnWorker(password, hash != nullptr ? *hash : dummy) && hash != nullptr;
+      ReleaseSlot(src, ok);
+      if (ok) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (cache_.size() >= kMaxCached) cache_.clear();
+        cache_.insert(key);
+        result = Result::kOk;
+      }
     }
   }
   explicit_bzero(decoded->data(), decoded->size());  // glibc >= 2.25: never optimised away
   return result;
+}
+
+bool BasicAuth::AcquireSlot(const std::string& source) {
+  std::unique_lock<std::mutex> lock(slot_mu_);
+  if (slot_busy_ && slot_source_ == source) return false;  // one check per client at a time
+  for (const Turn* t : waiting_)
+    if (t->source == source) return false;
+  if (!slot_busy_) {
+    slot_busy_ = true;
+    slot_source_ = source;
+    return true;
+  }
+  Turn turn;
+  turn.source = source;
+  turn.suspect = failures_.count(source) != 0;
+  if (waiting_.size() >= kMaxWaiting) {
+    // Full: a client without failures takes the place of the last one with failures.
+    if (turn.suspect || !waiting_.back()->suspect) return false;
+    waiting_.back()->cancelled = true;
+    waiting_.pop_back();
+    slot_cv_.notify_all();
+  }
+  auto pos = waiting_.end();
+  if (!turn.suspect)
+    pos = std::find_if(waiting_.begin(), waiting_.end(), [](const Turn* t) { return t->suspect; });
+  waiting_.insert(pos, &turn);
+  // Bounded: a verifier that never returns must not keep request threads forever.
+  const bool woke = slot_cv_.wait_for(lock, std::chrono::seconds(20), [&] { return turn.granted || turn.cancelled; });
+  if (turn.granted) return true;
+  if (!woke) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &turn));
+  return false;
+}
+
+void BasicAuth::ReleaseSlot(const std::string& source, bool ok) {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  if (ok) {
+    failures_.erase(source);
+  } else {
+    if (failures_.size() >= 4096 && failures_.count(source) == 0) failures_.clear();  // bounded memory
+    ++failures_[source];
+  }
+  if (waiting_.empty()) {
+    slot_busy_ = false;
+    return;
+  }
+  Turn* next = waiting_.front();
+  waiting_.pop_front();
+  next->granted = true;
+  slot_source_ = next->source;
+  slot_cv_.notify_all();
+}
+
+std::size_t BasicAuth::waiting() const {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  return waiting_.size();
 }
 
 BasicAuth::~BasicAuth() {
@@ -212,6 +318,7 @@ void BasicAuth::WorkerLoop() {
 void BasicAuth::SetUsers(std::vector<std::pair<std::string, std::string>> users) {
   auto next = std::make_shared<const Users>(std::move(users));
   std::lock_guard<std::mutex> lock(mu_);
+  MakeDummies(*next);
   users_ = std::move(next);
   // The cache is kept: a key covers (user, password, hash), so entries of a changed or removed
   // user's hash can never match again, and unchanged users need no new bcrypt. Clearing it made
@@ -231,7 +338,7 @@ std::size_t BasicAuth::cached() const {
 
 Handler RequireBasicAuth(std::shared_ptr<BasicAuth> auth, Handler next) {
   return [auth = std::move(auth), next = std::move(next)](const Request& req) -> Response {
-    switch (auth->Check(req.Header("Authorization"))) {
+    switch (auth->Check(req.Header("Authorization"), req.remote_addr)) {
       case BasicAuth::Result::kOk:
         return next(req);
       case BasicAuth::Result::kBusy: {

@@ -1,20 +1,28 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
-#include <civetweb.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <strings.h>
-
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <chrono>
+#include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "http/tls.h"
 #include "util/log.h"
@@ -32,7 +40,7 @@ std::optional<std::string> ToListeningPort(std::string_view address, std::string
   address = util::Trim(address);
   if (address.empty() || address.front() == '[') {
     *error = "listen address \"" + std::string(address) +
-             "\": IPv6 is not supported by this civetweb build; use an IPv4 address or \":PORT\"";
+             "\": IPv6 is not supported; use an IPv4 address or \":PORT\"";
     return std::nullopt;
   }
   auto colon = address.rfind(':');
@@ -47,7 +55,7 @@ std::optional<std::string> ToListeningPort(std::string_view address, std::string
     return std::nullopt;
   }
   if (host.find(':') != std::string_view::npos) {
-    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported by this civetweb build";
+    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported";
     return std::nullopt;
   }
   std::string ip;
@@ -93,198 +101,157 @@ std::vector<std::string> SplitAddresses(const std::vector<std::string>& values) 
   return out;
 }
 
-Server::Server() = default;
-Server::~Server() { Stop(); }
+namespace {
 
-bool Server::Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error,
-                   const TlsServerConfig* tls) {
-  if (ctx_ != nullptr) {
-    *error = "server already started";
-    return false;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kWakeTag = ~std::uint64_t{0};
+constexpr std::uint64_t kListenTagBase = kWakeTag - 64;  // listener i has tag kListenTagBase + i
+
+const char* ReasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
   }
-  std::string ports;
-  hosts_.clear();
-  for (const auto& a : addresses) {
-    auto p = ToListeningPort(a, error);
-    if (!p) return false;
-    hosts_.push_back(p->substr(0, p->rfind(':')));
-    ports += (ports.empty() ? "" : ",") + *p + (tls ? "s" : "");
-  }
-  if (ports.empty()) {
-    *error = "no listen address";
-    return false;
-  }
-  if (tls != nullptr) {
-    ssl_ctx_ = MakeSslContext(*tls, error);
-    if (ssl_ctx_ == nullptr) return false;
-  }
-  handler_ = std::move(handler);
-  const std::string nthreads = std::to_string(threads < 1 ? 1 : threads);
-  const char* options[] = {"listening_ports", ports.c_str(),
-                           "num_threads", nthreads.c_str(),
-                           // A connection that sends no complete request holds a worker this
-                           // long (civetweb gives each connection a worker): 5 s, not 30, bounds
-                           // what idle or slowloris connections cost. Prometheus sends its
-                           // request at once; the body is written well within it.
-                           "request_timeout_ms", "5000",
-                           "enable_keep_alive", "yes",
-                           "tcp_nodelay", "1",
-                           nullptr};
-  mg_callbacks callbacks{};
-  callbacks.begin_request = &Server::BeginRequest;
-  callbacks.log_message = &Server::LogMessage;
-  if (ssl_ctx_ != nullptr) callbacks.external_ssl_ctx = &Server::ExternalSslCtx;
-  mg_init_data init{};
-  init.callbacks = &callbacks;
-  init.user_data = this;
-  init.configuration_options = options;
-  char errbuf[256] = {0};
-  unsigned code = 0;
-  mg_error_data err{};
-  err.code = &code;
-  err.text = errbuf;
-  err.text_buffer_size = sizeof errbuf;
-  ctx_ = mg_start2(&init, &err);
-  if (ctx_ == nullptr) {
-    *error = errbuf[0] ? errbuf : "civetweb failed to start on " + ports;
-    // civetweb says only "Failed to setup server ports": find which address and why.
-    for (std::string_view rest = ports; !rest.empty();) {
-      std::string one(rest.substr(0, rest.find(',')));
-      rest.remove_prefix(std::min(rest.size(), one.size() + 1));
-      sockaddr_in sa{};
-      sa.sin_family = AF_INET;
-      if (inet_pton(AF_INET, one.substr(0, one.rfind(':')).c_str(), &sa.sin_addr) != 1) continue;
-      sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(one.substr(one.rfind(':') + 1))));
-      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) continue;
-      int yes = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-        *error = "cannot listen on " + one + ": " + std::strerror(errno);
-      ::close(fd);
+}
+
+// RFC 3986 percent-decoding of the path ("/a%20b" -> "/a b"); nullopt for a malformed escape or
+// a decoded NUL.
+std::optional<std::string> DecodePath(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
     }
-    if (ssl_ctx_ != nullptr) FreeSslContext(ssl_ctx_);
-    ssl_ctx_ = nullptr;
-    return false;
-  }
-  return true;
-}
-
-bool Server::Stop(std::chrono::milliseconds timeout) {
-  if (ctx_ == nullptr) return true;
-  // civetweb 1.15's master thread notices the stop flag only when its poll() on the listening
-  // sockets returns, which takes up to ~1.5 s when idle. SIGTERM must stop within 2 s, so while
-  // mg_stop() waits, connect to each listening socket to wake the poll at once.
-  std::vector<sockaddr_in> wake;
-  for (const auto& a : BoundAddresses()) {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    std::string host = a.substr(0, a.rfind(':'));
-    if (host == "0.0.0.0") host = "127.0.0.1";
-    if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) continue;
-    sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(a.substr(a.rfind(':') + 1))));
-    wake.push_back(sa);
-  }
-  auto stopped = std::make_shared<std::atomic<bool>>(false);
-  mg_context* ctx = ctx_;
-  ctx_ = nullptr;
-  std::thread stopper([ctx, stopped] {
-    mg_stop(ctx);
-    stopped->store(true);
-  });
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!stopped->load() && std::chrono::steady_clock::now() < deadline) {
-    for (const auto& sa : wake) {
-      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-      if (fd < 0) continue;
-      ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa);
-      ::close(fd);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (stopped->load()) {
-    stopper.join();
-    return true;
-  }
-  // A worker is blocked reading from a client that sends nothing; civetweb checks its stop flag
-  // only every ~2 s there. The caller is exiting: let it go rather than wait.
-  stopper.detach();
-  return false;
-}
-
-bool Server::ReloadTls(const TlsServerConfig& tls, std::string* error) {
-  if (ctx_ == nullptr || ssl_ctx_ == nullptr) {
-    *error = "the server was not started with TLS";
-    return false;
-  }
-  return ReloadSslContext(ssl_ctx_, tls, error);
-}
-
-std::vector<std::string> Server::BoundAddresses() const {
-  std::vector<std::string> out;
-  if (ctx_ == nullptr) return out;
-  mg_server_port ports[16];
-  int n = mg_get_server_ports(ctx_, 16, ports);
-  for (int i = 0; i < n; ++i) {
-    std::string host = static_cast<std::size_t>(i) < hosts_.size() ? hosts_[static_cast<std::size_t>(i)] : "0.0.0.0";
-    out.push_back(host + ":" + std::to_string(ports[i].port));
+    if (i + 2 >= in.size() || !std::isxdigit(static_cast<unsigned char>(in[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(in[i + 2])))
+      return std::nullopt;
+    const char hex[3] = {in[i + 1], in[i + 2], 0};
+    const char c = static_cast<char>(std::strtol(hex, nullptr, 16));
+    if (c == '\0') return std::nullopt;
+    out += c;
+    i += 2;
   }
   return out;
 }
 
-// civetweb asks for its SSL_CTX when it starts (*ssl_ctx == NULL: hand over ours, return 1 so it
-// creates none) and offers it back when the context is freed (non-NULL: ours to free, return 1).
-int Server::ExternalSslCtx(void** ssl_ctx, void* user_data) {
-  auto* self = static_cast<Server*>(user_data);
-  if (*ssl_ctx == nullptr) {
-    *ssl_ctx = self->ssl_ctx_;
-    return self->ssl_ctx_ != nullptr ? 1 : -1;
+struct ParsedHead {
+  Request req;
+  bool http11 = false;
+  bool keep_alive = false;
+  bool has_body = false;  // Content-Length > 0 or Transfer-Encoding: the body is not read
+  int error = 0;          // a status to answer with, then close
+};
+
+// RFC 9112 sections 3 and 5: request line, then "name: value" lines; obsolete line folding is
+// refused (400) as the RFC allows. Keep-alive as RFC 9112 section 9.3: a Connection header with
+// "close" closes, one with "keep-alive" keeps an HTTP/1.0 connection, otherwise 1.1 keeps and
+// 1.0 closes.
+ParsedHead ParseHead(std::string_view head) {
+  ParsedHead p;
+  std::vector<std::string_view> lines;
+  while (!head.empty()) {
+    auto nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    if (nl == std::string_view::npos) break;
+    head.remove_prefix(nl + 1);
   }
-  FreeSslContext(*ssl_ctx);
-  if (*ssl_ctx == self->ssl_ctx_) self->ssl_ctx_ = nullptr;
-  return 1;
-}
-
-int Server::LogMessage(const mg_connection*, const char* message) {
-  log::Debug("http server", {{"msg", message ? message : ""}});
-  return 1;
-}
-
-namespace {
-
-// What civetweb 1.15's should_keep_alive() decides from the request (the server runs with
-// enable_keep_alive yes): a Connection header has the last word (keep-alive when one of its
-// comma-separated options is a case-insensitive prefix of "keep-alive", as civetweb's
-// header_has_option matches), else HTTP/1.1 keeps the connection and 1.0 closes it. civetweb
-// makes the same decision after the response, so the header tells the client what happens.
-bool KeepAlive(const mg_request_info* ri) {
-  for (int i = 0; i < ri->num_headers; ++i) {
-    if (strcasecmp(ri->http_headers[i].name, "Connection") != 0) continue;
-    std::string_view rest = ri->http_headers[i].value ? ri->http_headers[i].value : "";
-    while (!rest.empty()) {
-      auto comma = rest.find(',');
-      std::string_view opt = util::Trim(rest.substr(0, comma));
-      if (!opt.empty() && opt.size() <= 10 && strncasecmp("keep-alive", opt.data(), opt.size()) == 0) return true;
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
+  while (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());  // RFC 9112 2.2
+  if (lines.empty()) {
+    p.error = 400;
+    return p;
+  }
+  const std::string_view rl = lines[0];
+  const auto sp1 = rl.find(' '), sp2 = rl.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1 || sp1 == 0) {
+    p.error = 400;
+    return p;
+  }
+  p.req.method = std::string(rl.substr(0, sp1));
+  const std::string_view target = rl.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string_view version = rl.substr(sp2 + 1);
+  if (version == "HTTP/1.1") {
+    p.http11 = true;
+  } else if (version != "HTTP/1.0") {
+    p.error = version.substr(0, 5) == "HTTP/" ? 505 : 400;
+    return p;
+  }
+  if (target.empty() || target.front() != '/' || target.find(' ') != std::string_view::npos) {
+    p.error = 400;
+    return p;
+  }
+  const auto q = target.find('?');
+  auto path = DecodePath(target.substr(0, q));
+  if (!path) {
+    p.error = 400;
+    return p;
+  }
+  p.req.path = std::move(*path);
+  if (q != std::string_view::npos) p.req.query = std::string(target.substr(q + 1));
+  std::optional<bool> conn_keep;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::string_view line = lines[i];
+    if (line.empty()) break;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0 || line.front() == ' ' || line.front() == '\t' ||
+        line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+      p.error = 400;
+      return p;
     }
-    return false;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = util::Trim(line.substr(colon + 1));
+    if (p.req.headers.size() >= 100) {
+      p.error = 431;
+      return p;
+    }
+    p.req.headers.emplace_back(std::string(name), std::string(value));
+    if (strncasecmp(name.data(), "Connection", name.size()) == 0 && name.size() == 10) {
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        const std::string_view opt = util::Trim(rest.substr(0, comma));
+        if (opt.size() == 5 && strncasecmp(opt.data(), "close", 5) == 0) conn_keep = false;
+        if (opt.size() == 10 && strncasecmp(opt.data(), "keep-alive", 10) == 0 && !conn_keep.has_value())
+          conn_keep = true;
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    } else if (name.size() == 17 && strncasecmp(name.data(), "Transfer-Encoding", 17) == 0) {
+      p.has_body = true;
+    } else if (name.size() == 14 && strncasecmp(name.data(), "Content-Length", 14) == 0) {
+      if (value != "0") p.has_body = true;
+    }
   }
-  return ri->http_version != nullptr && std::strcmp(ri->http_version, "1.1") == 0;
+  p.keep_alive = conn_keep.value_or(p.http11);
+  return p;
 }
 
-// The response head as mg_response_header_send would write it: status line with the request's
-// HTTP version and civetweb's reason phrase, our headers, Date (RFC 7231 IMF-fixdate) and
-// Connection.
-std::string ResponseHead(mg_connection* conn, const mg_request_info* ri, const Response& resp) {
+// Status line, headers, Date (RFC 9110 IMF-fixdate) and Connection in one buffer with the body,
+// so that a response leaves in one write (with TCP_NODELAY, one write per header line became one
+// packet each).
+std::string Serialize(const Response& resp, bool http11, bool keep_alive, bool head_only) {
   std::string h;
-  h.reserve(256);
-  h += "HTTP/";
-  h += ri->http_version ? ri->http_version : "1.1";
-  h += ' ';
+  h.reserve(256 + (head_only ? 0 : resp.body.size()));
+  h += http11 ? "HTTP/1.1 " : "HTTP/1.0 ";
   h += std::to_string(resp.status);
   h += ' ';
-  h += mg_get_response_code_text(conn, resp.status);
+  h += ReasonPhrase(resp.status);
   h += "\r\nContent-Type: ";
   h += resp.content_type;
   h += "\r\nContent-Length: ";
@@ -303,45 +270,544 @@ std::string ResponseHead(mg_connection* conn, const mg_request_info* ri, const R
   std::size_t n = std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
   h += "Date: ";
   h.append(date, n);
-  h += KeepAlive(ri) ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
+  h += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
+  if (!head_only) h += resp.body;
   return h;
+}
+
+std::string IpString(std::uint32_t ip_be) {
+  char buf[INET_ADDRSTRLEN];
+  in_addr a{};
+  a.s_addr = ip_be;
+  inet_ntop(AF_INET, &a, buf, sizeof buf);
+  return buf;
 }
 
 }  // namespace
 
-int Server::BeginRequest(mg_connection* conn) {
-  const mg_request_info* ri = mg_get_request_info(conn);
-  auto* self = static_cast<Server*>(ri->user_data);
-  Request req;
-  req.method = ri->request_method ? ri->request_method : "";
-  req.path = ri->local_uri ? ri->local_uri : (ri->request_uri ? ri->request_uri : "");
-  req.query = ri->query_string ? ri->query_string : "";
-  for (int i = 0; i < ri->num_headers; ++i)
-    req.headers.emplace_back(ri->http_headers[i].name, ri->http_headers[i].value);
+struct Server::Impl {
+  enum class State { kHandshake, kHead, kHandling, kWriting, kLinger };
+  struct Conn {
+    std::uint64_t id = 0;
+    int fd = -1;
+    std::uint32_t ip = 0;  // network byte order
+    void* tls = nullptr;
+    State state = State::kHead;
+    std::string in;    // received, not yet parsed
+    std::string out;   // response being sent
+    std::size_t out_off = 0;
+    bool keep_after = false;
+    bool head_started = false;  // a byte of the current request arrived
+    int pipelined = 0;
+    bool served = false;  // has answered a request
+    Clock::time_point deadline;
+    Clock::time_point since;  // last change of state: the oldest idle one is closed first at the cap
+    std::uint32_t events = 0;
+  };
+  struct Job {
+    std::uint64_t conn = 0;
+    Request req;
+    bool http11 = false, keep_alive = false, head_only = false;
+    int error = 0;  // nonzero: answer this status without calling the handler
+  };
+  struct Done {
+    std::uint64_t conn = 0;
+    std::string bytes;
+    bool keep_alive = false;
+  };
 
-  Response resp;
-  try {
-    resp = self->handler_(req);
-  } catch (const std::exception& e) {
-    // No exception may cross into civetweb's C code.
-    log::Error("http handler failed", {{"path", req.path}, {"err", e.what()}});
-    resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
-  } catch (...) {
-    resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
+  Limits limits;
+  Handler handler;
+  void* ssl_ctx = nullptr;  // SSL_CTX of MakeSslContext; null for plain HTTP
+  const TlsIo* tls_io = nullptr;
+  std::vector<int> listeners;
+  std::vector<std::string> hosts;  // IPv4 host of each listener, as configured
+  int epfd = -1, wakefd = -1;
+  std::thread loop;
+  std::vector<std::thread> workers;
+  std::atomic<bool> stopping{false};
+
+  // Loop thread only.
+  std::unordered_map<std::uint64_t, std::unique_ptr<Conn>> conns;
+  std::unordered_map<std::uint32_t, int> per_ip;
+  std::uint64_t next_id = 1;
+
+  // Work queue: one FIFO per client address, addresses served in turn.
+  std::mutex q_mu;
+  std::condition_variable q_cv;
+  std::map<std::uint32_t, std::deque<Job>> queues;
+  std::deque<std::uint32_t> turn;  // addresses with queued jobs, in serving order
+  int running = 0;                 // handlers running now, under q_mu
+
+  std::mutex done_mu;
+  std::vector<Done> done;
+
+  ~Impl() {
+    for (auto& [id, c] : conns) CloseFd(*c);
+    for (int fd : listeners) ::close(fd);
+    if (epfd >= 0) ::close(epfd);
+    if (wakefd >= 0) ::close(wakefd);
+    if (ssl_ctx != nullptr) FreeSslContext(ssl_ctx);
   }
 
-  // The status line, headers and body leave in one mg_write: civetweb's mg_response_header_send
-  // writes every header line with its own send(), and with TCP_NODELAY each became a packet
-  // (seven per scrape, most of the exporter's system time in tests/bench/scrape_cost).
-  std::string head = ResponseHead(conn, ri, resp);
-  if (req.method == "HEAD" || resp.body.empty()) {
-    mg_write(conn, head.data(), head.size());
-  } else {
-    head.reserve(head.size() + resp.body.size());
-    head += resp.body;
-    mg_write(conn, head.data(), head.size());
+  void Wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wakefd, &one, sizeof one);
   }
-  return resp.status;
+
+  void CloseFd(Conn& c) const {
+    if (c.tls != nullptr) tls_io->free_session(c.tls);
+    c.tls = nullptr;
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = -1;
+  }
+
+  // `reset`: close with RST (SO_LINGER 0). A connection dropped by a deadline may have a response
+  // queued that its client never reads; a plain close would leave the kernel holding it (and the
+  // client's connection open) until it gives up retransmitting into a zero window.
+  void Close(std::uint64_t id, bool reset = false) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    Conn& c = *it->second;
+    if (reset && c.fd >= 0) {
+      const linger l{1, 0};
+      ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    if (--per_ip[c.ip] <= 0) per_ip.erase(c.ip);
+    CloseFd(c);  // also leaves epoll
+    conns.erase(it);
+  }
+
+  void Want(Conn& c, std::uint32_t events) {
+    if (events == c.events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c.id;
+    ::epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = events;
+  }
+
+  void SetState(Conn& c, State s, Clock::time_point now, std::chrono::milliseconds budget) {
+    c.state = s;
+    c.since = now;
+    c.deadline = now + budget;
+  }
+
+  void Accept(int lfd, Clock::time_point now) {
+    for (int k = 0; k < 64; ++k) {
+      sockaddr_in sa{};
+      socklen_t len = sizeof sa;
+      const int fd = ::accept4(lfd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) EvictOldestIdle();  // make room; level-triggered: retried
+        return;
+      }
+      const std::uint32_t ip = sa.sin_addr.s_addr;
+      if (auto it = per_ip.find(ip); it != per_ip.end() && it->second >= limits.max_per_client) {
+        ::close(fd);
+        continue;
+      }
+      if (static_cast<int>(conns.size()) >= limits.max_connections && !EvictOldestIdle()) {
+        ::close(fd);
+        continue;
+      }
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &limits.max_unsent_bytes, sizeof limits.max_unsent_bytes);
+      auto c = std::make_unique<Conn>();
+      c->id = next_id++;
+      c->fd = fd;
+      c->ip = ip;
+      // The TLS session (tens of KiB once the handshake starts) is made when the first byte
+      // arrives: a connection that sends nothing costs a descriptor only.
+      SetState(*c, ssl_ctx != nullptr ? State::kHandshake : State::kHead, now, limits.request_head);
+      c->head_started = true;  // the first request's budget runs from accept
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = c->id;
+      if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        CloseFd(*c);
+        continue;
+      }
+      c->events = EPOLLIN;
+      ++per_ip[ip];
+      conns.emplace(c->id, std::move(c));
+    }
+  }
+
+  // Closes the connection that has waited longest without a request being handled or answered,
+  // preferring one that never completed a request (a kept-alive Prometheus connection between
+  // scrapes is older than any attacker's, which the head deadline keeps recycling).
+  bool EvictOldestIdle() {
+    Conn* oldest = nullptr;
+    auto rank = [](const Conn& c) { return std::make_pair(c.served, c.since); };
+    for (auto& [id, c] : conns)
+      if ((c->state == State::kHead || c->state == State::kHandshake || c->state == State::kLinger) &&
+          (oldest == nullptr || rank(*c) < rank(*oldest)))
+        oldest = c.get();
+    if (oldest == nullptr) return false;
+    Close(oldest->id);
+    return true;
+  }
+
+  // Reads what the socket has (up to twice the head limit buffered). False: the connection is gone.
+  bool ReadSome(Conn& c) {
+    char buf[17 * 1024];  // > one TLS record, so OpenSSL never keeps decrypted bytes we did not take
+    while (c.in.size() < 2 * limits.max_head_bytes) {
+      long n;
+      if (c.tls != nullptr) {
+        n = tls_io->read(c.tls, buf, sizeof buf);
+        if (n == kTlsWantRead) return true;
+        if (n == kTlsWantWrite) {
+          Want(c, EPOLLIN | EPOLLOUT);
+          return true;
+        }
+        if (n <= 0) return false;
+      } else {
+        n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+        if (n <= 0) return false;
+      }
+      c.in.append(buf, static_cast<std::size_t>(n));
+      if (c.state == State::kLinger) c.in.clear();
+    }
+    return true;
+  }
+
+  void OnEvent(Conn& c, std::uint32_t ev, Clock::time_point now) {
+    const std::uint64_t id = c.id;
+    if (ev & EPOLLERR) return Close(id);
+    switch (c.state) {
+      case State::kHandshake: {
+        if (c.tls == nullptr && (c.tls = tls_io->new_session(ssl_ctx, c.fd)) == nullptr) return Close(id);
+        const int rc = tls_io->handshake(c.tls);
+        if (rc == 0) {
+          c.state = State::kHead;
+          Want(c, EPOLLIN);
+          return OnEvent(c, EPOLLIN, now);  // the request may have come with the handshake
+        }
+        if (rc == kTlsWantRead) return Want(c, EPOLLIN);
+        if (rc == kTlsWantWrite) return Want(c, EPOLLOUT);
+        return Close(id);  // a failed handshake: plain HTTP on the TLS port, a refused certificate
+      }
+      case State::kHead:
+        if (c.events & EPOLLOUT) Want(c, EPOLLIN);
+        if (!ReadSome(c)) return Close(id);
+        return Parse(c, now);
+      case State::kWriting:
+        return Flush(c, now);
+      case State::kLinger:
+        if (!ReadSome(c)) return Close(id);
+        return;
+      case State::kHandling:
+        if (ev & EPOLLHUP) return Close(id);  // the answer has nowhere to go
+        return;
+    }
+  }
+
+  void Parse(Conn& c, Clock::time_point now) {
+    if (c.in.empty()) return;
+    if (!c.head_started) {  // a kept connection's next request: its head gets the head budget
+      c.head_started = true;
+      c.deadline = std::min(c.deadline, now + limits.request_head);
+    }
+    std::size_t end = std::string::npos, skip = 0;
+    for (std::size_t i = c.in.find('\n'); i != std::string::npos; i = c.in.find('\n', i + 1)) {
+      if (i + 1 < c.in.size() && c.in[i + 1] == '\n') {
+        end = i + 1, skip = 1;
+        break;
+      }
+      if (i + 2 < c.in.size() && c.in[i + 1] == '\r' && c.in[i + 2] == '\n') {
+        end = i + 1, skip = 2;
+        break;
+      }
+      if (i > limits.max_head_bytes) break;
+    }
+    Job job;
+    job.conn = c.id;
+    if (end == std::string::npos || end > limits.max_head_bytes) {
+      if (c.in.size() <= limits.max_head_bytes) return;  // wait for the rest, within the deadline
+      job.error = 431;
+    } else {
+      ParsedHead p = ParseHead(std::string_view(c.in).substr(0, end));
+      c.in.erase(0, end + skip);
+      job.req = std::move(p.req);
+      job.req.remote_addr = IpString(c.ip);
+      job.http11 = p.http11;
+      job.error = p.error;
+      job.head_only = job.req.method == "HEAD";
+      // A request body is never read: answer, then close rather than parse it as a request.
+      job.keep_alive = p.keep_alive && !p.has_body && c.pipelined < limits.max_pipelined;
+    }
+    if (job.error != 0) job.keep_alive = false;
+    c.state = State::kHandling;
+    c.since = now;
+    Want(c, 0);
+    Enqueue(c.ip, std::move(job));
+  }
+
+  void Enqueue(std::uint32_t ip, Job job) {
+    {
+      std::lock_guard<std::mutex> lock(q_mu);
+      auto& q = queues[ip];
+      if (q.empty()) turn.push_back(ip);
+      q.push_back(std::move(job));
+    }
+    q_cv.notify_one();
+  }
+
+  void Flush(Conn& c, Clock::time_point now) {
+    const std::uint64_t id = c.id;
+    while (c.out_off < c.out.size()) {
+      const char* p = c.out.data() + c.out_off;
+      const std::size_t left = c.out.size() - c.out_off;
+      long n;
+      if (c.tls != nullptr) {
+        n = tls_io->write(c.tls, p, left);
+        if (n == kTlsWantWrite) return Want(c, EPOLLOUT);
+        if (n == kTlsWantRead) return Want(c, EPOLLIN);
+        if (n <= 0) return Close(id);
+      } else {
+        n = ::send(c.fd, p, left, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLOUT);
+        if (n <= 0) return Close(id);
+      }
+      c.out_off += static_cast<std::size_t>(n);
+    }
+    std::string().swap(c.out);
+    c.out_off = 0;
+    if (!c.keep_after || stopping.load()) {
+      if (c.tls != nullptr) return Close(id);  // close_notify goes out with the close
+      // Lingering close: stop sending, read and drop what the client still sends, so that closing
+      // with unread bytes does not reset the connection before the client has read the answer.
+      ::shutdown(c.fd, SHUT_WR);
+      c.in.clear();
+      SetState(c, State::kLinger, now, std::chrono::milliseconds(1000));
+      return Want(c, EPOLLIN);
+    }
+    c.served = true;
+    c.pipelined = c.in.empty() ? 0 : c.pipelined + 1;
+    c.head_started = false;
+    SetState(c, State::kHead, now, limits.keep_alive_idle);
+    Want(c, EPOLLIN);
+    Parse(c, now);  // a pipelined request may already be here
+  }
+
+  void TakeDone(Clock::time_point now) {
+    std::vector<Done> batch;
+    {
+      std::lock_guard<std::mutex> lock(done_mu);
+      batch.swap(done);
+    }
+    for (auto& d : batch) {
+      auto it = conns.find(d.conn);
+      if (it == conns.end()) continue;  // closed while its request was handled
+      Conn& c = *it->second;
+      c.out = std::move(d.bytes);
+      c.out_off = 0;
+      c.keep_after = d.keep_alive;
+      SetState(c, State::kWriting, now, limits.send);
+      Flush(c, now);
+    }
+  }
+
+  void ExpireDeadlines(Clock::time_point now) {
+    std::vector<std::uint64_t> late;
+    for (auto& [id, c] : conns)
+      if (c->state != State::kHandling && c->deadline <= now) late.push_back(id);
+    for (auto id : late) Close(id, /*reset=*/true);
+  }
+
+  int NextTimeoutMs(Clock::time_point now) const {
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [id, c] : conns)
+      if (c->state != State::kHandling) next = std::min(next, c->deadline);
+    if (next == Clock::time_point::max()) return -1;
+    if (next <= now) return 0;
+    return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()) + 1;
+  }
+
+  void Loop() {
+    epoll_event evs[64];
+    while (!stopping.load()) {
+      const int n = ::epoll_wait(epfd, evs, 64, NextTimeoutMs(Clock::now()));
+      const Clock::time_point now = Clock::now();
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t tag = evs[i].data.u64;
+        if (tag == kWakeTag) {
+          std::uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(wakefd, &v, sizeof v);
+          TakeDone(now);
+        } else if (tag >= kListenTagBase) {
+          Accept(listeners[tag - kListenTagBase], now);
+        } else if (auto it = conns.find(tag); it != conns.end()) {
+          OnEvent(*it->second, evs[i].events, now);
+        }
+      }
+      ExpireDeadlines(now);
+    }
+  }
+
+  void Work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(q_mu);
+        q_cv.wait(lock, [&] { return stopping.load() || !turn.empty(); });
+        if (stopping.load()) return;
+        const std::uint32_t ip = turn.front();
+        turn.pop_front();
+        auto& q = queues[ip];
+        job = std::move(q.front());
+        q.pop_front();
+        if (q.empty()) {
+          queues.erase(ip);
+        } else {
+          turn.push_back(ip);
+        }
+        ++running;
+      }
+      Response resp;
+      if (job.error != 0) {
+        resp = Response{job.error, "text/plain; charset=utf-8", std::string(ReasonPhrase(job.error)) + "\n", {}};
+      } else {
+        try {
+          resp = handler(job.req);
+        } catch (const std::exception& e) {
+          log::Error("http handler failed", {{"path", job.req.path}, {"err", e.what()}});
+          resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
+        } catch (...) {
+          resp = Response{500, "text/plain; charset=utf-8", "internal error\n", {}};
+        }
+      }
+      Done d{job.conn, Serialize(resp, job.http11, job.keep_alive, job.head_only), job.keep_alive};
+      {
+        std::lock_guard<std::mutex> lock(done_mu);
+        done.push_back(std::move(d));
+      }
+      Wake();
+      std::lock_guard<std::mutex> lock(q_mu);
+      --running;
+    }
+  }
+};
+
+Server::Server() = default;
+Server::~Server() { Stop(); }
+
+bool Server::Start(const std::vector<std::string>& addresses, int threads, Handler handler, std::string* error,
+                   const TlsServerConfig* tls, Limits limits) {
+  if (impl_ != nullptr) {
+    *error = "server already started";
+    return false;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->limits = limits;
+  for (const auto& a : addresses) {
+    auto p = ToListeningPort(a, error);
+    if (!p) return false;
+    const std::string host = p->substr(0, p->rfind(':'));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+    sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p->substr(p->rfind(':') + 1))));
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int yes = 1;
+    if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 128) != 0) {
+      *error = "cannot listen on " + *p + ": " + std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      return false;
+    }
+    impl->listeners.push_back(fd);
+    impl->hosts.push_back(host);
+  }
+  if (impl->listeners.empty()) {
+    *error = "no listen address";
+    return false;
+  }
+  if (impl->listeners.size() > 64) {
+    *error = "at most 64 listen addresses";
+    return false;
+  }
+  if (tls != nullptr) {
+    impl->tls_io = LoadTlsIo(error);
+    if (impl->tls_io == nullptr) return false;
+    impl->ssl_ctx = MakeSslContext(*tls, error);
+    if (impl->ssl_ctx == nullptr) return false;
+  }
+  impl->handler = std::move(handler);
+  impl->epfd = ::epoll_create1(EPOLL_CLOEXEC);
+  impl->wakefd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl->epfd < 0 || impl->wakefd < 0) {
+    *error = std::string("cannot create the event loop: ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeTag;
+  ::epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev);
+  for (std::size_t i = 0; i < impl->listeners.size(); ++i) {
+    ev.data.u64 = kListenTagBase + i;
+    ::epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->listeners[i], &ev);
+  }
+  Impl* p = impl.get();
+  p->loop = std::thread([p] { p->Loop(); });
+  for (int i = 0; i < std::max(1, threads); ++i) p->workers.emplace_back([p] { p->Work(); });
+  impl_ = std::move(impl);
+  return true;
+}
+
+bool Server::Stop(std::chrono::milliseconds timeout) {
+  if (impl_ == nullptr) return true;
+  Impl* p = impl_.get();
+  {
+    std::lock_guard<std::mutex> lock(p->q_mu);
+    p->stopping.store(true);
+  }
+  p->q_cv.notify_all();
+  p->Wake();
+  p->loop.join();  // the loop never blocks but in epoll_wait, which the wake ends
+  for (int fd : p->listeners) ::close(fd);
+  p->listeners.clear();
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(p->q_mu);
+      if (p->running == 0) break;
+    }
+    if (Clock::now() >= deadline) {
+      // A handler is still running (a stuck collector, a bcrypt check): leave the threads and the
+      // state they use behind; the caller exits the process.
+      for (auto& t : p->workers) t.detach();
+      impl_.release();
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto& t : p->workers) t.join();
+  impl_.reset();
+  return true;
+}
+
+bool Server::ReloadTls(const TlsServerConfig& tls, std::string* error) {
+  if (impl_ == nullptr || impl_->ssl_ctx == nullptr) {
+    *error = "the server was not started with TLS";
+    return false;
+  }
+  return ReloadSslContext(impl_->ssl_ctx, tls, error);
+}
+
+std::vector<std::string> Server::BoundAddresses() const {
+  std::vector<std::string> out;
+  if (impl_ == nullptr) return out;
+  for (std::size_t i = 0; i < impl_->listeners.size(); ++i) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    if (::getsockname(impl_->listeners[i], reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
+    out.push_back(impl_->hosts[i] + ":" + std::to_string(ntohs(sa.sin_port)));
+  }
+  return out;
 }
 
 }  // namespace diskprobe::http

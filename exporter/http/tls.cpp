@@ -18,6 +18,9 @@ static_assert(static_cast<int>(ClientAuth::kNoClientCert) == DISKPROBE_NO_CLIENT
                   static_cast<int>(ClientAuth::kRequireAndVerifyClientCert) ==
                       DISKPROBE_REQUIRE_AND_VERIFY_CLIENT_CERT,
               "http::ClientAuth and diskprobe_client_auth must agree");
+static_assert(kTlsWantRead == DISKPROBE_TLS_WANT_READ && kTlsWantWrite == DISKPROBE_TLS_WANT_WRITE &&
+                  kTlsClosed == DISKPROBE_TLS_CLOSED && kTlsError == DISKPROBE_TLS_ERROR,
+              "http::kTls* and diskprobe_tls_code must agree");
 
 std::string ExeDir() {
   char buf[PATH_MAX];
@@ -34,6 +37,7 @@ diskprobe_ssl_ctx_new_fn g_ssl_ctx_new = nullptr;
 diskprobe_ssl_ctx_free_fn g_ssl_ctx_free = nullptr;
 diskprobe_ssl_ctx_reload_fn g_ssl_ctx_reload = nullptr;
 diskprobe_hmac_sha256_fn g_hmac_sha256 = nullptr;
+TlsIo g_tls_io{};
 
 diskprobe_tls_options ToOptions(const TlsServerConfig& tls) {
   return {tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.c_str(),
@@ -54,7 +58,7 @@ bool LoadOpenSslCompat(std::string* error) {
       tried += (tried.empty() ? "" : ", ") + d;
       continue;
     }
-    // Never closed: civetweb holds pointers into them for the life of the process.
+    // Never closed: TLS contexts, sessions and function pointers into them live as long as the process.
     void* crypto_h = dlopen(crypto.c_str(), RTLD_NOW | RTLD_LOCAL);
     void* ssl_h = crypto_h == nullptr ? nullptr : dlopen(ssl.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (crypto_h == nullptr || ssl_h == nullptr) {
@@ -78,8 +82,14 @@ bool LoadOpenSslCompat(std::string* error) {
     g_ssl_ctx_free = reinterpret_cast<diskprobe_ssl_ctx_free_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_free"));
     g_ssl_ctx_reload = reinterpret_cast<diskprobe_ssl_ctx_reload_fn>(dlsym(ssl_h, "dp_compat_ssl_ctx_reload"));
     g_hmac_sha256 = reinterpret_cast<diskprobe_hmac_sha256_fn>(dlsym(crypto_h, "dp_compat_hmac_sha256"));
+    g_tls_io.new_session = reinterpret_cast<diskprobe_tls_new_fn>(dlsym(ssl_h, "dp_compat_tls_new"));
+    g_tls_io.handshake = reinterpret_cast<diskprobe_tls_handshake_fn>(dlsym(ssl_h, "dp_compat_tls_handshake"));
+    g_tls_io.read = reinterpret_cast<diskprobe_tls_read_fn>(dlsym(ssl_h, "dp_compat_tls_read"));
+    g_tls_io.write = reinterpret_cast<diskprobe_tls_write_fn>(dlsym(ssl_h, "dp_compat_tls_write"));
+    g_tls_io.free_session = reinterpret_cast<diskprobe_tls_free_fn>(dlsym(ssl_h, "dp_compat_tls_free"));
     if (g_ssl_ctx_new == nullptr || g_ssl_ctx_free == nullptr || g_ssl_ctx_reload == nullptr ||
-        g_hmac_sha256 == nullptr) {
+        g_hmac_sha256 == nullptr || g_tls_io.new_session == nullptr || g_tls_io.handshake == nullptr ||
+        g_tls_io.read == nullptr || g_tls_io.write == nullptr || g_tls_io.free_session == nullptr) {
       *error = "OpenSSL compat libraries in " + d + " lack the dp_compat_* functions (from another build?)";
       return false;
     }
@@ -125,6 +135,11 @@ void FreeSslContext(void* ctx) {
 HmacSha256Fn LoadHmacSha256(std::string* error) {
   if (!LoadOpenSslCompat(error)) return nullptr;
   return g_hmac_sha256;
+}
+
+const TlsIo* LoadTlsIo(std::string* error) {
+  if (!LoadOpenSslCompat(error)) return nullptr;
+  return &g_tls_io;
 }
 
 }  // namespace diskprobe::http

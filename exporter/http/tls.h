@@ -1,5 +1,10 @@
 #pragma once
-// TLS for civetweb 1.15 on OpenSSL 3 (Debian 12 / Raspberry Pi OS Bookworm).
+// TLS on OpenSSL 3 through two compat libraries (Debian 12 / Raspberry Pi OS Bookworm).
+//
+// The libraries were made for civetweb 1.15, which served HTTP until its worker-per-connection
+// model proved unable to bound hostile clients (docs/architecture.md); the server (http/server.h)
+// now drives non-blocking OpenSSL sessions itself through LoadTlsIo(). What follows explains why
+// the libraries have the names they have; they stay as the one place OpenSSL is linked.
 //
 // Debian's civetweb is built for the OpenSSL 1.1 API and loads OpenSSL at run time with
 // dlopen("libssl.so") and dlopen("libcrypto.so"), then dlsym()s each function from those handles.
@@ -41,7 +46,7 @@ void* MakeSslContext(const TlsServerConfig& tls, std::string* error);
 void FreeSslContext(void* ctx);  // nullptr: no-op
 
 // Certificate rotation: rebuilds the TLS settings of a context from MakeSslContext (still in use
-// by civetweb) from `tls`, for every connection accepted from now on (a ClientHello callback
+// by the server) from `tls`, for every connection accepted from now on (a ClientHello callback
 // moves each onto the newest context; running connections keep theirs). False with *error (file
 // name and OpenSSL's reason) when the new files don't load: the previous settings stay in force.
 bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error);
@@ -52,5 +57,19 @@ bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error)
 using HmacSha256Fn = int (*)(const void* key, std::size_t key_len, void* msg, std::size_t msg_len,
                              unsigned char out[32]);
 HmacSha256Fn LoadHmacSha256(std::string* error);
+
+// Non-blocking TLS sessions for the server's event loop, from the compat "libssl.so" (loads the
+// compat libraries first if needed). Codes and semantics: openssl_compat/compat_api.h
+// (diskprobe_tls_code: -1 want read, -2 want write, -3 peer closed, -4 error). nullptr with *error
+// when the compat libraries cannot be loaded or lack the functions.
+inline constexpr long kTlsWantRead = -1, kTlsWantWrite = -2, kTlsClosed = -3, kTlsError = -4;
+struct TlsIo {
+  void* (*new_session)(void* ssl_ctx, int fd);
+  int (*handshake)(void* session);
+  long (*read)(void* session, void* buf, std::size_t len);
+  long (*write)(void* session, const void* buf, std::size_t len);
+  void (*free_session)(void* session);
+};
+const TlsIo* LoadTlsIo(std::string* error);
 
 }  // namespace diskprobe::http

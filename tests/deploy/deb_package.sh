@@ -28,8 +28,8 @@ DEB=$(ls "$E2E_WORK"/pkg/diskprobe-exporter_*.deb)
 printf 'package: %s, %s bytes\n' "$(basename "$DEB")" "$(stat -c %s "$DEB")"
 dpkg-deb -I "$DEB" control >control.txt 2>/dev/null || dpkg-deb -f "$DEB" >control.txt
 dpkg-deb -f "$DEB" Depends | sed 's/^/Depends: /'
-check "Depends (dpkg-shlibdeps) has libcivetweb1, libssl3, libyaml-cpp0.7, libcrypt1" bash -c \
-  "dpkg-deb -f '$DEB' Depends | grep -q libcivetweb1 && dpkg-deb -f '$DEB' Depends | grep -q libssl3 &&
+check "Depends (dpkg-shlibdeps) has libssl3, libyaml-cpp0.7, libcrypt1" bash -c \
+  "dpkg-deb -f '$DEB' Depends | grep -q libssl3 &&
    dpkg-deb -f '$DEB' Depends | grep -q libyaml-cpp0.7 && dpkg-deb -f '$DEB' Depends | grep -q libcrypt1"
 check "conffiles lists /etc/diskprobe_exporter/config.yml" bash -c \
   "dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/diskprobe_exporter/config.yml"

@@ -2,6 +2,7 @@
 // (wrong passwords never enter it, cannot be told apart by it, and never skip bcrypt).
 #include "http/auth.h"
 
+#include <crypt.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <chrono>
 #include <thread>
 
 namespace diskprobe::http {
@@ -142,6 +144,133 @@ TEST(BasicAuth, BusyWhileAnotherBcryptRuns) {
   cv.notify_all();
   slow.join();
   EXPECT_EQ(auth.Check(Basic("alice:wonderland")), BasicAuth::Result::kOk);
+}
+
+// The wrong-password flood (source 10.0.0.1) keeps the bcrypt thread busy; a correct password
+// from another client waits for its turn and is verified, instead of getting 429.
+TEST(BasicAuth, ACorrectPasswordIsVerifiedDuringAFlood) {
+  std::mutex m;
+  std::condition_variable cv;
+  int entered = 0;
+  bool release = false;
+  BasicAuth auth(Users{{"alice", kAlice}}, [&](std::string_view pw, const std::string& hash) {
+    if (pw == "slow") {
+      std::unique_lock<std::mutex> l(m);
+      ++entered;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return false;
+    }
+    return BcryptVerify(pw, hash);
+  });
+  std::thread flood([&] { EXPECT_EQ(auth.Check(Basic("alice:slow"), "10.0.0.1"), BasicAuth::Result::kDenied); });
+  {
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return entered == 1; });
+  }
+  EXPECT_EQ(auth.Check(Basic("alice:guess"), "10.0.0.1"), BasicAuth::Result::kBusy)
+      << "the flooding client already has a check running: 429 at once";
+  BasicAuth::Result good = BasicAuth::Result::kBusy;
+  std::thread prometheus([&] { good = auth.Check(Basic("alice:wonderland"), "10.0.0.2"); });
+  while (auth.waiting() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(auth.Check(Basic("alice:guess2"), "10.0.0.1"), BasicAuth::Result::kBusy);
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+  }
+  cv.notify_all();
+  flood.join();
+  prometheus.join();
+  EXPECT_EQ(good, BasicAuth::Result::kOk) << "waited its turn behind the running check";
+  EXPECT_EQ(auth.Check(Basic("alice:wonderland"), "10.0.0.2"), BasicAuth::Result::kOk);
+}
+
+// With the queue full of clients whose last check failed, a client without failures takes the
+// place of the last of them (that one gets 429); a client with failures does not.
+TEST(BasicAuth, CleanClientsTakeThePlaceOfFailingOnes) {
+  std::mutex m;
+  std::condition_variable cv;
+  int entered = 0;
+  bool release = false;
+  BasicAuth auth(Users{{"alice", kAlice}}, [&](std::string_view pw, const std::string& hash) {
+    if (pw.substr(0, 4) == "slow") {
+      std::unique_lock<std::mutex> l(m);
+      ++entered;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return false;
+    }
+    return BcryptVerify(pw, hash);
+  });
+  // Clients a, b and e fail once (no blocking yet: the verifier blocks only on "slow...").
+  EXPECT_EQ(auth.Check(Basic("alice:x"), "a"), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check(Basic("alice:y"), "b"), BasicAuth::Result::kDenied);
+  EXPECT_EQ(auth.Check(Basic("alice:w"), "e"), BasicAuth::Result::kDenied);
+  std::thread running([&] { auth.Check(Basic("alice:slow"), "c"); });
+  {
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return entered == 1; });
+  }
+  BasicAuth::Result ra = BasicAuth::Result::kOk, rb = BasicAuth::Result::kOk, rd = BasicAuth::Result::kBusy;
+  std::thread wa([&] { ra = auth.Check(Basic("alice:slow-a"), "a"); });
+  while (auth.waiting() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread wb([&] { rb = auth.Check(Basic("alice:slow-b"), "b"); });
+  while (auth.waiting() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(auth.Check(Basic("alice:z"), "e"), BasicAuth::Result::kBusy) << "a failing client takes no place";
+  std::thread wd([&] { rd = auth.Check(Basic("alice:wonderland"), "d"); });
+  wb.join();  // b, the last suspect, lost its place
+  EXPECT_EQ(rb, BasicAuth::Result::kBusy);
+  EXPECT_EQ(auth.waiting(), 2u);
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+  }
+  cv.notify_all();
+  running.join();
+  wa.join();
+  wd.join();
+  EXPECT_EQ(rd, BasicAuth::Result::kOk);
+  EXPECT_EQ(ra, BasicAuth::Result::kDenied) << "a kept its place and was checked (and failed)";
+}
+
+// Unknown users cost a bcrypt of a configured user's cost: the dummy hash has that cost, is a
+// real bcrypt setting, the same name always gets the same cost, and over many names every
+// configured cost appears.
+TEST(BasicAuth, UnknownUsersCostWhatConfiguredUsersCost) {
+  // A cost-12 hash's shape (the verifier below never computes it).
+  const std::string cost12 = "$2y$12$" + std::string(53, 'a');
+  std::vector<std::string> seen;
+  BasicAuth auth(Users{{"alice", kAlice}, {"carol", cost12}}, [&](std::string_view, const std::string& hash) {
+    seen.push_back(hash);
+    return false;
+  });
+  int cost4 = 0, cost12n = 0;
+  for (int i = 0; i < 64; ++i) {
+    const std::string name = "nobody" + std::to_string(i);
+    const std::string d = auth.DummyHashFor(name);
+    ASSERT_EQ(d.size(), 60u);
+    EXPECT_EQ(d, auth.DummyHashFor(name)) << "stable per name";
+    if (d.substr(0, 7) == "$2b$04$") ++cost4;
+    else if (d.substr(0, 7) == "$2b$12$") ++cost12n;
+    else ADD_FAILURE() << d;
+  }
+  EXPECT_GT(cost4, 8);
+  EXPECT_GT(cost12n, 8);
+  EXPECT_EQ(auth.Check(Basic("nobody7:pw"), "x"), BasicAuth::Result::kDenied);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], auth.DummyHashFor("nobody7")) << "the unknown user was checked against its dummy";
+  // A dummy is a real bcrypt setting: crypt computes with it (and nothing matches).
+  BasicAuth real(Users{{"alice", kAlice}});
+  const std::string d = real.DummyHashFor("mallory");
+  EXPECT_EQ(d.substr(0, 7), "$2b$04$");
+  EXPECT_FALSE(BcryptVerify("wonderland", d));
+  crypt_data data{};
+  const char* out = crypt_rn("wonderland", d.c_str(), &data, sizeof data);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(std::string(out).substr(0, 29), d.substr(0, 29)) << "bcrypt ran with the dummy's cost and salt";
+  // SetUsers: the dummies follow the new costs.
+  real.SetUsers(Users{{"carol", cost12}});
+  EXPECT_EQ(real.DummyHashFor("mallory").substr(0, 7), "$2b$12$");
 }
 
 TEST(BasicAuth, CacheIsBounded) {

@@ -21,7 +21,7 @@ TEST(ToListeningPort, PrometheusSyntax) {
   EXPECT_EQ(Port("10.1.2.3:8080"), "10.1.2.3:8080");
   EXPECT_EQ(Port("localhost:29100"), "127.0.0.1:29100");
   EXPECT_EQ(Port("[::]:29100"),
-            "ERR listen address \"[::]:29100\": IPv6 is not supported by this civetweb build; use an IPv4 address or "
+            "ERR listen address \"[::]:29100\": IPv6 is not supported; use an IPv4 address or "
             "\":PORT\"");
   EXPECT_EQ(Port("29100"), "ERR listen address \"29100\": want HOST:PORT or :PORT");
   EXPECT_EQ(Port(":65536"), "ERR listen address \":65536\": port must be a number from 0 to 65535");

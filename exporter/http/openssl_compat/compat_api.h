@@ -39,7 +39,7 @@ typedef void* (*diskprobe_ssl_ctx_new_fn)(const struct diskprobe_tls_options* op
 typedef void (*diskprobe_ssl_ctx_free_fn)(void* ctx);
 
 // dp_compat_ssl_ctx_reload: builds a new context from opts and makes it the one every *new*
-// connection on `front` (a context from dp_compat_ssl_ctx_new, still owned by civetweb) uses:
+// connection on `front` (a context from dp_compat_ssl_ctx_new, still in use by the server) uses:
 // certificate, key, client CAs, verify mode, version bounds. Running connections keep theirs.
 // 0 on success; -1 with a message in err, and the current context unchanged, on failure.
 typedef int (*diskprobe_ssl_ctx_reload_fn)(void* front, const struct diskprobe_tls_options* opts, char* err,
@@ -50,5 +50,22 @@ typedef int (*diskprobe_ssl_ctx_reload_fn)(void* front, const struct diskprobe_t
 // on error.
 typedef int (*diskprobe_hmac_sha256_fn)(const void* key, size_t key_len, void* msg, size_t msg_len,
                                         unsigned char out[32]);
+
+// Non-blocking TLS server sessions on an accepted socket (in the "libssl.so" compat library), for
+// the server's event loop. dp_compat_tls_new: a session on `fd` from a context of
+// dp_compat_ssl_ctx_new (NULL on failure). dp_compat_tls_handshake: 0 when done, else one of the
+// codes below. dp_compat_tls_read / _write: bytes moved (> 0), else one of the codes below.
+// dp_compat_tls_free: sends close_notify when the handshake had finished (never waits), frees.
+enum diskprobe_tls_code {
+  DISKPROBE_TLS_WANT_READ = -1,   // retry when the socket is readable
+  DISKPROBE_TLS_WANT_WRITE = -2,  // retry when the socket is writable
+  DISKPROBE_TLS_CLOSED = -3,      // the peer sent close_notify
+  DISKPROBE_TLS_ERROR = -4,       // protocol or socket error: close the connection
+};
+typedef void* (*diskprobe_tls_new_fn)(void* ctx, int fd);
+typedef int (*diskprobe_tls_handshake_fn)(void* session);
+typedef long (*diskprobe_tls_read_fn)(void* session, void* buf, size_t len);
+typedef long (*diskprobe_tls_write_fn)(void* session, const void* buf, size_t len);
+typedef void (*diskprobe_tls_free_fn)(void* session);
 
 }  // extern "C"
