@@ -1,5 +1,6 @@
 #include "http/web_config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,12 @@ std::string ReadFilePath(YamlReader& r, const YAML::Node& map, const std::string
   std::string file = Resolve(base_dir, v.Scalar());
   if (::access(file.c_str(), R_OK) != 0) {
     r.Fail(v, p, "cannot read \"" + file + "\": " + std::strerror(errno));
+    return "";
+  }
+  // OpenSSL reads these with fopen(3): a FIFO would block start-up or SIGHUP until a writer came.
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    r.Fail(v, p, "cannot read \"" + file + "\": not a regular file");
     return "";
   }
   return file;
