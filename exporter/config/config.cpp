@@ -1,7 +1,6 @@
 #include "config/config.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <tuple>
 
@@ -141,13 +140,10 @@ void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
         const std::string key = it->first.Scalar();
         const std::string sub = path + ".devices." + key;
         Pattern pat;
-        pat.source = key;
-        try {
-          pat.re = std::regex(key, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-          r.Fail(it->first, sub, "invalid regular expression \"" + key + "\": " + e.what());
+        // The key is the pattern: a refused 40 KB one is shown cut in the path too.
+        if (!r.CompilePatternAt(it->first, path + ".devices." + (key.size() <= 64 ? key : key.substr(0, 64) + "..."),
+                                key, &pat))
           continue;
-        }
         ProbeSet set = p->defaults;
         ApplyProbeSet(it->second, sub, r, &set);
         list.emplace_back(std::move(pat), set);
@@ -174,23 +170,7 @@ void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
 // Parses one document onto *cfg. Returns false (with errors) on problems.
 bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std::vector<Error>* errors) {
   YAML::Node root;
-  try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
-    if (docs.size() > 1) {
-      errors->push_back(Error{name, docs[1].Mark().line + 1, docs[1].Mark().column + 1, "",
-                              "more than one YAML document; a configuration is a single document"});
-      return false;
-    }
-    if (!docs.empty()) root = docs[0];
-  } catch (const YAML::Exception& e) {
-    Error err;
-    err.file = name;
-    err.line = e.mark.line < 0 ? 0 : e.mark.line + 1;
-    err.column = e.mark.column < 0 ? 0 : e.mark.column + 1;
-    err.message = "YAML syntax error: " + e.msg;
-    errors->push_back(std::move(err));
-    return false;
-  }
+  if (!LoadDocument(yaml, name, &root, errors)) return false;
   std::size_t before = errors->size();
   YamlReader reader(name, errors);
   try {
@@ -250,16 +230,10 @@ LoadResult LoadString(std::string_view yaml, const std::string& source_name) {
 }
 
 LoadResult LoadFile(const std::string& path) {
-  constexpr std::size_t kMaxBytes = 1 << 20;  // a configuration is a few KiB; refuse, never truncate
-  util::FileContent f = util::ReadFile(path, kMaxBytes + 1);
+  util::RegularFileContent f = util::ReadRegularFile(path, kMaxDocumentBytes);
   if (!f.ok()) {
     LoadResult out;
-    out.errors.push_back(Error{path, 0, 0, "", std::string("cannot read: ") + std::strerror(f.error)});
-    return out;
-  }
-  if (f.text.size() > kMaxBytes) {
-    LoadResult out;
-    out.errors.push_back(Error{path, 0, 0, "", "file is larger than 1 MiB; not a diskprobe_exporter configuration"});
+    out.errors.push_back(Error{path, 0, 0, "", f.error});
     return out;
   }
   return LoadString(f.text, path);

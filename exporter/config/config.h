@@ -64,9 +64,13 @@ struct LoadResult {
 
 // Parses `yaml` (named `source_name` in errors) on top of the embedded defaults. Never throws:
 // YAML syntax errors, unknown keys, wrong types, bad durations/sizes/regexes are all in errors.
+// A text outside LoadDocument's bounds (one document, size, depth, nodes, aliases) is one error;
+// patterns are held to CompilePattern's.
 LoadResult LoadString(std::string_view yaml, const std::string& source_name);
 
-// Reads and parses `path`; an unreadable file is one error "path:0:0: cannot read: <strerror>".
+// Reads (util::ReadRegularFile, at most kMaxDocumentBytes) and parses `path`. A file that cannot
+// be used is one error "path:0:0: <reason>": "cannot read: <strerror>", "not a regular file
+// (fifo)" (directory, character device...), "file is larger than 65536 bytes".
 LoadResult LoadFile(const std::string& path);
 
 // The embedded defaults alone.

@@ -1,8 +1,14 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <charconv>
+#include <cstdio>
+#include <algorithm>
 #include <limits>
 #include <set>
+#include <sstream>
 
 namespace diskprobe::config {
 namespace {
@@ -27,7 +33,282 @@ const char* TypeName(const YAML::Node& n) {
   }
 }
 
+// 1-based line and column of byte `pos` of `text`, as yaml-cpp would mark it.
+std::pair<int, int> LineColumn(std::string_view text, std::size_t pos) {
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < pos && i < text.size(); ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  return {line, static_cast<int>(pos - line_start) + 1};
+}
+
+// The offset of the '[' or '{' that opens flow nesting level `limit` + 1, or npos. This runs
+// before yaml-cpp, whose scanner queues every token of an unclosed flow collection before the
+// parser sees its first one, so a bound checked by the parser alone would come too late. Comments
+// and quoted scalars are skipped; a bracket inside a plain or block scalar counts, which can only
+// refuse a text with more than `limit` unclosed brackets in its values (names, sizes, patterns:
+// never in a configuration).
+std::size_t FlowTooDeep(std::string_view t, int limit) {
+  auto starts_token = [&](std::size_t i) {
+    if (i == 0) return true;
+    char p = t[i - 1];
+    return p == ' ' || p == '\t' || p == '\n' || p == '\r' || p == '[' || p == '{' || p == ',' || p == ':';
+  };
+  int depth = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '#' && starts_token(i)) {
+      while (i < t.size() && t[i] != '\n') ++i;
+    } else if (c == '\'' && starts_token(i)) {
+      // '' is a quote inside a single-quoted scalar.
+      for (++i; i < t.size(); ++i)
+        if (t[i] == '\'') {
+          if (i + 1 < t.size() && t[i + 1] == '\'') ++i;
+          else break;
+        }
+    } else if (c == '"' && starts_token(i)) {
+      for (++i; i < t.size() && t[i] != '"'; ++i)
+        if (t[i] == '\\') ++i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string DepthMessage() {
+  return "lists and mappings nested more than " + std::to_string(kMaxDocumentDepth) + " deep";
+}
+
+// Thrown by Bounds to stop yaml-cpp's parser at the first bound exceeded.
+struct Refusal {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// Counts the events of one document against the kMaxDocument* bounds.
+class Bounds : public YAML::EventHandler {
+ public:
+  YAML::Mark start;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    Node(mark);
+    if (++aliases_ > kMaxDocumentAliases)
+      throw Refusal{mark, "more than " + std::to_string(kMaxDocumentAliases) +
+                              " aliases (*name); a configuration needs few, and each one repeats its anchor's tree "
+                              "for whoever walks it"};
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (++nodes_ > kMaxDocumentNodes)
+      throw Refusal{mark, "more than " + std::to_string(kMaxDocumentNodes) +
+                              " YAML nodes; a diskprobe_exporter configuration has a few hundred"};
+  }
+  void Open(const YAML::Mark& mark) {
+    Node(mark);
+    if (++depth_ > kMaxDocumentDepth) throw Refusal{mark, DepthMessage()};
+  }
+
+  int nodes_ = 0, aliases_ = 0, depth_ = 0;
+};
+
+// Stops the parser at the start of a second document, which is all there is to know about it.
+class SecondDocument : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { throw Refusal{mark, ""}; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+Error At(const std::string& file, const YAML::Mark& m, std::string message) {
+  return Error{file, m.line < 0 ? 0 : m.line + 1, m.column < 0 ? 0 : m.column + 1, "", std::move(message)};
+}
+
+// 'c' for a printable character, else its code, for "unexpected ..." messages.
+std::string Quoted(char c) {
+  if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", static_cast<unsigned char>(c));
+  return buf;
+}
+
 }  // namespace
+
+bool LoadDocument(std::string_view text, const std::string& file, YAML::Node* root, std::vector<Error>* errors) {
+  *root = YAML::Node();
+  if (text.size() > kMaxDocumentBytes) {
+    errors->push_back(Error{file, 0, 0, "",
+                            "document is larger than " + std::to_string(kMaxDocumentBytes) +
+                                " bytes; a configuration is a few KiB"});
+    return false;
+  }
+  if (std::size_t at = FlowTooDeep(text, kMaxDocumentDepth); at != std::string_view::npos) {
+    auto [line, column] = LineColumn(text, at);
+    errors->push_back(Error{file, line, column, "", DepthMessage()});
+    return false;
+  }
+  const std::string copy(text);
+  try {
+    std::istringstream in(copy);
+    YAML::Parser parser(in);
+    Bounds bounds;
+    if (!parser.HandleNextDocument(bounds)) return true;  // no document: comments or nothing
+    // yaml-cpp ends a document at a token no node can start with (',' ']' '}' '?' at the top
+    // level) without consuming it; its LoadAll then starts document after empty document at that
+    // same token, forever. The next document starting exactly where the first one did is that
+    // token.
+    try {
+      SecondDocument second;
+      if (parser.HandleNextDocument(second)) {
+        // A document was reported without OnDocumentStart: cannot happen, but never accept it.
+        errors->push_back(At(file, bounds.start, "more than one YAML document; a configuration is a single document"));
+        return false;
+      }
+    } catch (const Refusal& r) {
+      const std::size_t pos = r.mark.pos < 0 ? 0 : static_cast<std::size_t>(r.mark.pos);
+      const char c = pos < copy.size() ? copy[pos] : '\0';
+      // A flow indicator cannot start a node, so it is no document of its own: it is the token
+      // yaml-cpp could not place.
+      if (r.mark.pos == bounds.start.pos || c == ',' || c == ']' || c == '}')
+        errors->push_back(At(file, r.mark, "YAML syntax error: unexpected " + Quoted(c)));
+      else if (copy.compare(pos, 3, "---") == 0)
+        errors->push_back(At(file, r.mark, "more than one YAML document; a configuration is a single document"));
+      else
+        errors->push_back(At(file, r.mark,
+                             "YAML syntax error: unexpected " + Quoted(c) +
+                                 " after the end of the document; a configuration is a single document"));
+      return false;
+    }
+    *root = YAML::Load(copy);
+    return true;
+  } catch (const Refusal& r) {
+    errors->push_back(At(file, r.mark, r.message));
+  } catch (const YAML::Exception& e) {
+    errors->push_back(At(file, e.mark, "YAML syntax error: " + e.msg));
+  }
+  return false;
+}
+
+std::string QuoteExcerpt(std::string_view s) {
+  constexpr std::size_t kShown = 64;
+  if (s.size() <= kShown) return "\"" + std::string(s) + "\"";
+  return "\"" + std::string(s.substr(0, kShown)) + "...\" (" + std::to_string(s.size()) + " characters)";
+}
+
+std::string CompilePattern(const std::string& source, Pattern* out, std::size_t* budget) {
+  if (source.size() > kMaxPatternLength)
+    return "is " + std::to_string(source.size()) + " characters long; a pattern for device names (at most 31 "
+           "characters) may have " + std::to_string(kMaxPatternLength);
+  // One pass for the group depth and the expanded size: every atom (a character, an escape, a
+  // class) counts once per copy its enclosing {n,m} repetitions make, since libstdc++ builds the
+  // states of each copy ("((a{30}){30}){30}" is 15 characters and 27,000 states, 2 MB).
+  constexpr std::uint64_t kCap = std::uint64_t{1} << 40;  // saturates: the bounds are far below
+  std::vector<std::uint64_t> outer;                        // sizes of the enclosing groups so far
+  std::uint64_t size = 0;                                  // of the current group so far
+  std::uint64_t last = 0;                                  // of the atom or group just closed
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '\\') {
+      ++i;  // an escaped character is one atom, whatever it is
+      last = 1;
+      size += 1;
+    } else if (c == '[') {
+      // In ECMAScript "[]" is the empty class and "[^]" any character: ']' closes at once.
+      if (i + 1 < source.size() && source[i + 1] == '^') ++i;
+      for (++i; i < source.size() && source[i] != ']'; ++i)
+        if (source[i] == '\\') ++i;
+      last = 1;
+      size += 1;
+    } else if (c == '(') {
+      if (outer.size() >= static_cast<std::size_t>(kMaxPatternGroupDepth))
+        return "has groups nested more than " + std::to_string(kMaxPatternGroupDepth) + " deep";
+      outer.push_back(size);
+      size = 0;
+      last = 0;
+    } else if (c == ')' && !outer.empty()) {
+      last = size;
+      size = outer.back() + size;
+      outer.pop_back();
+    } else if (c == '{') {
+      // {n}, {n,} or {n,m}: the atom before it n (or m) times, one more for {n,}'s loop.
+      std::size_t j = i + 1;
+      std::uint64_t n = 0, m = 0;
+      bool digits = false, comma = false, m_digits = false;
+      for (; j < source.size() && source[j] >= '0' && source[j] <= '9'; ++j, digits = true)
+        n = std::min(kCap, n * 10 + static_cast<std::uint64_t>(source[j] - '0'));
+      if (j < source.size() && source[j] == ',') {
+        comma = true;
+        for (++j; j < source.size() && source[j] >= '0' && source[j] <= '9'; ++j, m_digits = true)
+          m = std::min(kCap, m * 10 + static_cast<std::uint64_t>(source[j] - '0'));
+      }
+      if (!digits || j >= source.size() || source[j] != '}') {
+        last = 1;  // not a repetition: std::regex decides what it is
+        size += 1;
+        continue;
+      }
+      std::uint64_t copies = !comma ? n : m_digits ? std::max(n, m) : n + 1;
+      copies = std::max<std::uint64_t>(copies, 1);
+      const std::uint64_t grown = last >= kCap / copies ? kCap : last * copies;
+      size = std::min(kCap, size + (grown - last));
+      last = grown;
+      i = j;
+    } else if (c == '*' || c == '+' || c == '?' || c == '|' || c == '^' || c == '$' || c == ')') {
+      // Quantifiers and anchors add a state or two, not copies; a stray ')' is std::regex's error.
+    } else {
+      last = 1;
+      size += 1;
+    }
+  }
+  for (; !outer.empty(); outer.pop_back()) size = std::min(kCap, size + outer.back());  // unclosed: regex_error below
+  if (size > kMaxPatternLength)
+    return "repeats to more than " + std::to_string(kMaxPatternLength) +
+           " characters once its {n,m} repetitions are written out (std::regex builds each copy)";
+  if (budget != nullptr) {
+    if (size > *budget)
+      return "the patterns of this file together repeat to more than " + std::to_string(kMaxPatternTotal) +
+             " characters once their {n,m} repetitions are written out";
+    *budget -= size;
+  }
+  try {
+#if defined(__GLIBCXX__)
+    out->re = std::regex(source, std::regex::ECMAScript | std::regex_constants::__polynomial);
+#else
+    out->re = std::regex(source, std::regex::ECMAScript);
+#endif
+  } catch (const std::regex_error& e) {
+    if (e.code() == std::regex_constants::error_complexity)
+      return "back-references (\\1 ...) are not supported: matching stays linear in the name without them";
+    return e.what();
+  }
+  out->source = source;
+  return "";
+}
 
 std::string Error::ToString() const {
   std::string s = file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
@@ -270,6 +551,14 @@ void YamlReader::ReadStrings(const YAML::Node& map, const std::string& path, con
   *out = std::move(result);
 }
 
+bool YamlReader::CompilePatternAt(const YAML::Node& at, const std::string& path, const std::string& source,
+                                  Pattern* out) {
+  std::string why = CompilePattern(source, out, &pattern_budget_);
+  if (why.empty()) return true;
+  Fail(at, path, "invalid regular expression " + QuoteExcerpt(source) + ": " + why);
+  return false;
+}
+
 void YamlReader::ReadPatterns(const YAML::Node& map, const std::string& path, const char* key,
                               std::vector<Pattern>* out) {
   if (!map.IsDefined() || !map.IsMap()) return;
@@ -294,12 +583,12 @@ void YamlReader::ReadPatterns(const YAML::Node& map, const std::string& path, co
       ok = false;
       continue;
     }
-    try {
-      result.push_back(Pattern{item.Scalar(), std::regex(item.Scalar(), std::regex::ECMAScript)});
-    } catch (const std::regex_error& e) {
-      Fail(item, ip, "invalid regular expression \"" + item.Scalar() + "\": " + e.what());
+    Pattern pat;
+    if (!CompilePatternAt(item, ip, item.Scalar(), &pat)) {
       ok = false;
+      continue;
     }
+    result.push_back(std::move(pat));
   }
   if (ok) *out = std::move(result);
 }

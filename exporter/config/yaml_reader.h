@@ -34,12 +34,61 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view s);
 // 1024) or kB, MB, GB, TB (powers of 1000). nullopt on anything else (fractions, "KB", overflow).
 std::optional<std::uint64_t> ParseSize(std::string_view s);
 
+// Bounds every configuration document (--config.file, --web.config.file) is held to before
+// yaml-cpp builds a tree from it. yaml-cpp 0.7 and 0.8 keep a flow collection's tokens queued
+// until it closes (measured: about 140 bytes of memory and 8 us per byte of `[a,a,...]`, 27 MB for
+// 100 KB of `[`), build about 500 bytes per node, and report nesting beyond 500 only as "bad file"
+// at 1:1; a configuration is a few KiB (config/default.yml, every key and a comment each, is
+// 6 KiB), so each bound is far above any real file and far below what hurts a Pi under the
+// unit's MemoryMax.
+inline constexpr std::size_t kMaxDocumentBytes = 64 * 1024;
+inline constexpr int kMaxDocumentDepth = 32;     // lists and mappings inside each other
+inline constexpr int kMaxDocumentNodes = 10000;  // scalars, nulls, aliases, lists, mappings
+inline constexpr int kMaxDocumentAliases = 100;  // *name references (each repeats its anchor's tree)
+
+// Parses `text` (named `file` in errors) as exactly one YAML document into *root (a null node for
+// an empty text). On a problem appends exactly one Error, at the place of the problem where there
+// is one, and returns false:
+//   "document is larger than 65536 bytes ..." (0:0),
+//   "lists and mappings nested more than 32 deep" (at the opening bracket, or the node),
+//   "more than 10000 YAML nodes ...", "more than 100 aliases ..." (at the node over the bound),
+//   "more than one YAML document; a configuration is a single document" (at the second ---),
+//   "YAML syntax error: unexpected ','" (a token no document can start with: yaml-cpp's LoadAll
+//     loops forever on it, allocating, which is why this never calls LoadAll),
+//   "YAML syntax error: <yaml-cpp's message>".
+// Never throws, never loops: the bounds are checked by a scan of the text and by an event pass of
+// yaml-cpp's parser that stops at the first bound exceeded, before YAML::Load builds the tree.
+bool LoadDocument(std::string_view text, const std::string& file, YAML::Node* root, std::vector<Error>* errors);
+
 // An anchored regular expression with its source text.
 struct Pattern {
   std::string source;
   std::regex re;  // ECMAScript; always used with std::regex_match, so anchored at both ends
   bool FullMatch(std::string_view s) const;
 };
+
+// Bounds on a pattern, checked before std::regex sees it. libstdc++ compiles a pattern by
+// recursion, one level per term and several per group, so 40 KB of `a` or 20,000 nested groups
+// overflow the stack (SIGSEGV); and it builds the states of every copy a {n,m} repetition makes,
+// so a short pattern can cost megabytes ("((a{30}){30}){30}": 27,000 states). The expanded size
+// counts each atom (a character, escape or class) once per copy. Device names are at most 31
+// characters (the kernel's DISK_NAME_LEN is 32), so no useful pattern comes near these bounds.
+inline constexpr std::size_t kMaxPatternLength = 1024;  // characters, as written and expanded
+inline constexpr int kMaxPatternGroupDepth = 16;
+inline constexpr std::size_t kMaxPatternTotal = 16 * 1024;  // expanded, all patterns of one file
+
+// Compiles `source` into *out. Returns "" on success, else why it is refused (no position: the
+// caller knows the key's file:line:col): too long, groups nested too deep, too large expanded,
+// more than is left of *budget (the expanded size is taken from it; null: no budget), or
+// std::regex's own error. Matching runs in time linear in the name (libstdc++'s polynomial
+// executor, which visits each state once per character) rather than by backtracking, which takes
+// exponential time: `(a*)*b` against sixteen "a" ran longer than 20 s here. Back-references
+// (\1), which that executor cannot run, are refused with a message saying so.
+std::string CompilePattern(const std::string& source, Pattern* out, std::size_t* budget = nullptr);
+
+// `s` in double quotes, cut after 64 characters with its length when longer, so that a refused
+// 40 KB pattern does not make a 40 KB error line.
+std::string QuoteExcerpt(std::string_view s);
 
 // Validating reader. Each accessor reads the value at `key` of `map` into *out when the key is
 // present and valid, records an Error when it is present and invalid, and leaves *out untouched
@@ -68,6 +117,9 @@ class YamlReader {
   // A list of strings.
   void ReadStrings(const YAML::Node& map, const std::string& path, const char* key, std::vector<std::string>* out);
   void ReadPatterns(const YAML::Node& map, const std::string& path, const char* key, std::vector<Pattern>* out);
+  // CompilePattern against this document's kMaxPatternTotal budget; false (with an error at `at`)
+  // when refused.
+  bool CompilePatternAt(const YAML::Node& at, const std::string& path, const std::string& source, Pattern* out);
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message);
   // "file:line:col: path" of `at`, the prefix Fail() would give an error there (for checks made
@@ -81,6 +133,7 @@ class YamlReader {
 
   std::string file_;
   std::vector<Error>* errors_;
+  std::size_t pattern_budget_ = kMaxPatternTotal;
 };
 
 }  // namespace diskprobe::config

@@ -1,5 +1,6 @@
 #include "http/web_config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,12 @@ std::string ReadFilePath(YamlReader& r, const YAML::Node& map, const std::string
   std::string file = Resolve(base_dir, v.Scalar());
   if (::access(file.c_str(), R_OK) != 0) {
     r.Fail(v, p, "cannot read \"" + file + "\": " + std::strerror(errno));
+    return "";
+  }
+  // OpenSSL reads these with fopen(3): a FIFO would block start-up or SIGHUP until a writer came.
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    r.Fail(v, p, "cannot read \"" + file + "\": not a regular file");
     return "";
   }
   return file;
@@ -210,17 +217,7 @@ WebConfigResult ParseWebConfig(std::string_view yaml, const std::string& source_
   auto wc = std::make_shared<WebConfig>();
   wc->source = source_name;
   YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    Error err;
-    err.file = source_name;
-    err.line = e.mark.line < 0 ? 0 : e.mark.line + 1;
-    err.column = e.mark.column < 0 ? 0 : e.mark.column + 1;
-    err.message = "YAML syntax error: " + e.msg;
-    out.errors.push_back(std::move(err));
-    return out;
-  }
+  if (!config::LoadDocument(yaml, source_name, &root, &out.errors)) return out;
   YamlReader r(source_name, &out.errors);
   try {
     if (r.CheckMap(root, "", {"tls_server_config", "http_server_config", "basic_auth_users"}) && root.IsMap()) {
@@ -239,10 +236,10 @@ WebConfigResult ParseWebConfig(std::string_view yaml, const std::string& source_
 }
 
 WebConfigResult LoadWebConfigFile(const std::string& path) {
-  util::FileContent f = util::ReadFile(path, 1 << 20);
+  util::RegularFileContent f = util::ReadRegularFile(path, config::kMaxDocumentBytes);
   if (!f.ok()) {
     WebConfigResult out;
-    out.errors.push_back(Error{path, 0, 0, "", std::string("cannot read: ") + std::strerror(f.error)});
+    out.errors.push_back(Error{path, 0, 0, "", f.error});
     return out;
   }
   auto slash = path.rfind('/');

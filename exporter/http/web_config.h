@@ -68,11 +68,14 @@ struct WebConfigResult {
 // Parses `yaml` named `source_name` in errors; relative file paths are resolved against
 // `base_dir` ("" keeps them as they are). Checks that every referenced file is readable (the
 // files themselves are loaded by MakeSslContext). An empty document means no TLS and no auth.
-// Never throws.
+// The text is held to the bounds of config::LoadDocument (one document, size, depth, nodes,
+// aliases). Never throws.
 WebConfigResult ParseWebConfig(std::string_view yaml, const std::string& source_name, const std::string& base_dir);
 
-// Reads and parses `path` (base_dir = its directory); an unreadable file is one error
-// "path:0:0: cannot read: <strerror>".
+// Reads and parses `path` (base_dir = its directory) as util::ReadRegularFile reads a
+// configuration: one error "path:0:0: <reason>" for an unreadable file ("cannot read:
+// <strerror>"), one that is not a regular file ("not a regular file (fifo)") or one larger than
+// config::kMaxDocumentBytes.
 WebConfigResult LoadWebConfigFile(const std::string& path);
 
 // True when `hash` has the shape of a bcrypt hash: $2a$, $2b$ or $2y$, a cost 04..31, '$' and 53

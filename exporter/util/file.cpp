@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 namespace diskprobe::util {
 
@@ -29,6 +32,67 @@ FileContent ReadFile(const std::string& path, std::size_t max_bytes) {
   }
   if (out.text.size() > max_bytes) out.text.resize(max_bytes);
   ::close(fd);
+  return out;
+}
+
+namespace {
+
+// "" for a regular file, else what it is, for "not a regular file (<kind>)".
+const char* NotRegular(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  if (S_ISSOCK(mode)) return "socket";
+  return "unknown file type";
+}
+
+}  // namespace
+
+RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes) {
+  RegularFileContent out;
+  auto cannot = [&](const char* what) {
+    out.text.clear();
+    out.error = std::string(what) + std::strerror(errno);
+    return out;
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return cannot("cannot read: ");
+  if (const char* kind = NotRegular(st.st_mode); *kind != '\0') {
+    out.error = std::string("not a regular file (") + kind + ")";
+    return out;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return cannot("cannot read: ");
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) return cannot("cannot read: ");
+  if (const char* kind = NotRegular(st.st_mode); *kind != '\0') {
+    out.error = std::string("not a regular file (") + kind + ")";
+    return out;
+  }
+  auto too_large = [&] {
+    out.text.clear();
+    out.error = "file is larger than " + std::to_string(max_bytes) + " bytes";
+    return out;
+  };
+  if (st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) > max_bytes) return too_large();
+  // st_size can be stale or 0 (procfs-like files, a file still growing): the read loop enforces
+  // the bound itself, reading one byte past it to tell "exactly max_bytes" from "more".
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return cannot("cannot read: ");
+    }
+    if (n == 0) break;
+    out.text.append(buf, static_cast<std::size_t>(n));
+    if (out.text.size() > max_bytes) return too_large();
+  }
   return out;
 }
 
@@ -106,6 +170,7 @@ void SysfsAttributes::CloseUnread() {
     }
   }
 }
+
 
 std::string JoinPath(std::string_view a, std::string_view b) {
   std::string out(a);

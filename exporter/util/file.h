@@ -18,6 +18,25 @@ struct FileContent {
 // than `max_bytes` are truncated (sysfs attributes are at most one page, 4096 bytes).
 FileContent ReadFile(const std::string& path, std::size_t max_bytes = 65536);
 
+// Result of ReadRegularFile: the text, or `error`, a message without the path ("" on success).
+struct RegularFileContent {
+  std::string text;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+// Reads a file a user names on the command line (a configuration): only a regular file, at most
+// `max_bytes`, so that no such file can block or exhaust the process. Anything else is refused
+// before it is opened (stat(2) follows symbolic links): a FIFO would block open(2) and read(2)
+// until a writer comes, /dev/zero never ends, and opening a device can have side effects (a
+// watchdog starts counting). The open itself is O_NONBLOCK|O_NOCTTY and the type is checked again
+// with fstat(2), so a file swapped for a FIFO between the two checks cannot block either. A file
+// larger than `max_bytes` is refused, never truncated. Errors:
+//   "not a regular file (fifo)" (or directory, character device, block device, socket),
+//   "cannot read: <strerror>" (stat, open or read failed),
+//   "file is larger than <max_bytes> bytes".
+RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes);
+
 // Reads a sysfs/procfs attribute with a single read(2) of at most 4096 bytes (open, read, close:
 // three system calls). sysfs returns a whole attribute, at most one page, in the first read
 // (Documentation/filesystems/sysfs.rst), so no second read for EOF is needed.

@@ -3,9 +3,12 @@
 #include "config/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
+#include "in_child.h"
 #include "test_util.h"
 
 namespace diskprobe::config {
@@ -339,9 +342,10 @@ TEST(Config, DurationAboveMaximum) {
 }
 
 TEST(Config, OneDocumentOnly) {
+  // At the "---" that starts the second document.
   auto r = LoadString("---\ndevices: {discovery_interval: 5s}\n---\ndevices: {bogus: 1}\n", "m.yml");
   EXPECT_EQ(Messages(r), std::vector<std::string>{
-                             "m.yml:4:1: more than one YAML document; a configuration is a single document"});
+                             "m.yml:3:1: more than one YAML document; a configuration is a single document"});
 }
 
 TEST(Config, HugeFileIsRefusedNotTruncated) {
@@ -352,8 +356,196 @@ TEST(Config, HugeFileIsRefusedNotTruncated) {
     out << "bogus_key: 1\n";
   }
   auto r = LoadFile(path);
-  EXPECT_EQ(Messages(r), std::vector<std::string>{
-                             path + ":0:0: file is larger than 1 MiB; not a diskprobe_exporter configuration"});
+  EXPECT_EQ(Messages(r), std::vector<std::string>{path + ":0:0: file is larger than 65536 bytes"});
+  ::unlink(path.c_str());
+}
+
+// --- Hostile input: every case runs in a child with 256 MiB of address space and 60 s, so the old
+// behaviour (an endless loop allocating, a stack overflow, a blocked open) fails the test with how
+// the child died instead of taking the test binary down.
+
+// The outcome of `load`, one line per error ("loaded" first when a configuration came out),
+// computed in a bounded child.
+std::string Bounded(const std::function<LoadResult()>& load) {
+  return diskprobe::testing::InBoundedChild([&] {
+    LoadResult r = load();
+    std::string out = r.config ? "loaded\n" : "";
+    for (const auto& e : r.errors) out += e.ToString() + "\n";
+    return out;
+  });
+}
+std::string BoundedString(const std::string& yaml) {
+  return Bounded([&] { return LoadString(yaml, "t.yml"); });
+}
+
+TEST(HostileConfig, StrayCommaIsAnErrorNotAnEndlessLoop) {
+  // yaml-cpp's LoadAll (0.7 and 0.8) loops forever on these, allocating an empty document each
+  // turn: 2.8 GB in 10 s, an OOM kill under the unit's MemoryMax.
+  EXPECT_EQ(BoundedString(",\n"), "t.yml:1:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(BoundedString("---\n,\n"), "t.yml:2:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(BoundedString("# c\n,\n"), "t.yml:2:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(BoundedString("devices: {}\n,\n"), "t.yml:2:1: YAML syntax error: end of map not found\n");
+  EXPECT_EQ(BoundedString("[a], b\n"), "t.yml:1:4: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(BoundedString("devices: {}\n...\nprobes: {}\n"),
+            "t.yml:3:1: YAML syntax error: unexpected 'p' after the end of the document; a configuration is a "
+            "single document\n");
+  // Still a configuration: a document that only ends with "..." or is only comments.
+  EXPECT_EQ(BoundedString("devices: {}\n...\n"), "loaded\n");
+  EXPECT_EQ(BoundedString("# nothing\n"), "loaded\n");
+}
+
+TEST(HostileConfig, DeepNestingIsRefusedWhereItGoesTooDeep) {
+  EXPECT_EQ(BoundedString(std::string(60000, '[')), "t.yml:1:33: lists and mappings nested more than 32 deep\n");
+  EXPECT_EQ(BoundedString(std::string(100000, '[')),
+            "t.yml:0:0: document is larger than 65536 bytes; a configuration is a few KiB\n");
+  std::string block;  // "- - - ... x": block sequences, counted by the parser pass
+  for (int i = 0; i < 1000; ++i) block += "- ";
+  EXPECT_EQ(BoundedString(block + "x\n"), "t.yml:1:65: lists and mappings nested more than 32 deep\n");
+  std::string maps;  // k0:\n k1:\n  k2: ... one more column each
+  for (int i = 0; i < 40; ++i) maps += std::string(static_cast<std::size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
+  EXPECT_EQ(BoundedString(maps), "t.yml:33:33: lists and mappings nested more than 32 deep\n");
+}
+
+TEST(HostileConfig, NestingBoundIsExact) {
+  auto nested = [](int n) { return std::string(static_cast<std::size_t>(n), '[') + std::string(static_cast<std::size_t>(n), ']'); };
+  YAML::Node root;
+  std::vector<Error> errors;
+  EXPECT_TRUE(LoadDocument(nested(kMaxDocumentDepth), "t.yml", &root, &errors));
+  EXPECT_TRUE(errors.empty());
+  EXPECT_TRUE(root.IsSequence());
+  EXPECT_FALSE(LoadDocument(nested(kMaxDocumentDepth + 1), "t.yml", &root, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].ToString(), "t.yml:1:33: lists and mappings nested more than 32 deep");
+  // Brackets in comments and quoted scalars are not nesting.
+  errors.clear();
+  EXPECT_TRUE(LoadDocument("# " + std::string(40, '[') + "\na: '" + std::string(40, '[') + "'\nb: \"" +
+                               std::string(40, '{') + "\\\"\"\n",
+                           "t.yml", &root, &errors));
+  EXPECT_TRUE(errors.empty()) << errors[0].ToString();
+  EXPECT_EQ(root["a"].Scalar(), std::string(40, '['));
+}
+
+// Billion laughs: level i is a list of ten aliases of level i-1, so level 11 stands for 10^12
+// scalars. yaml-cpp shares an aliased node rather than copying it, and nothing walks the tree
+// beyond the keys it knows, so the bound on aliases is a second line of defence.
+std::string AliasBomb(int levels) {
+  std::string s = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < levels; ++i) {
+    s += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) s += (j ? ", *l" : "*l") + std::to_string(i - 1);
+    s += "]\n";
+  }
+  return s + "devices: {include: *l" + std::to_string(levels - 1) + "}\n";
+}
+
+TEST(HostileConfig, AliasBombs) {
+  // 9 levels, 81 aliases: within the bound, walked without expanding (the include list's items
+  // are lists: refused at the first).
+  const std::string nine = BoundedString(AliasBomb(9));
+  EXPECT_NE(nine.find("t.yml:1:1: l0: unknown key"), std::string::npos) << nine;
+  EXPECT_NE(nine.find("devices.include[0]: must be a regular expression string, got a list"), std::string::npos)
+      << nine;
+  // 12 levels, 110 aliases: the 101st (line 12, the first alias) is refused.
+  EXPECT_EQ(BoundedString(AliasBomb(12)),
+            "t.yml:12:12: more than 100 aliases (*name); a configuration needs few, and each one repeats its anchor's "
+            "tree for whoever walks it\n");
+}
+
+TEST(HostileConfig, TooManyNodes) {
+  std::string list;
+  for (int i = 0; i < 16000; ++i) list += "- a\n";  // 64,000 bytes: within the size bound
+  EXPECT_EQ(BoundedString(list),
+            "t.yml:10000:3: more than 10000 YAML nodes; a diskprobe_exporter configuration has a few hundred\n");
+  EXPECT_EQ(BoundedString(list + list), "t.yml:0:0: document is larger than 65536 bytes; a configuration is a few KiB\n");
+}
+
+TEST(HostileConfig, OnlyRegularFiles) {
+  const std::string dir = ::testing::TempDir() + "/hostile-config." + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  // A FIFO with no writer: open(2) without O_NONBLOCK waits for one forever (the old loader
+  // blocked the main thread there, and SIGTERM with it).
+  const std::string fifo = dir + "/fifo.yml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(Bounded([&] { return LoadFile(fifo); }), fifo + ":0:0: not a regular file (fifo)\n");
+  const std::string link = dir + "/link.yml";  // followed, then refused for what it points at
+  ASSERT_EQ(::symlink(fifo.c_str(), link.c_str()), 0);
+  EXPECT_EQ(Bounded([&] { return LoadFile(link); }), link + ":0:0: not a regular file (fifo)\n");
+  EXPECT_EQ(Bounded([&] { return LoadFile(dir); }), dir + ":0:0: not a regular file (directory)\n");
+  EXPECT_EQ(Bounded([] { return LoadFile("/dev/zero"); }), "/dev/zero:0:0: not a regular file (character device)\n");
+  EXPECT_EQ(Bounded([] { return LoadFile("/dev/null"); }), "/dev/null:0:0: not a regular file (character device)\n");
+  const std::string good = dir + "/good.yml";
+  std::ofstream(good) << "devices: {discovery_interval: 5s}\n";
+  EXPECT_EQ(Bounded([&] { return LoadFile(good); }), "loaded\n");
+  for (const std::string& f : {good, link, fifo}) ::unlink(f.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(HostileConfig, RegexesWithinBoundsOrRefusedAtTheirKey) {
+  const std::string groups = std::string(20000, '(') + "a" + std::string(20000, ')');  // 40 KB: SIGSEGV before
+  const std::string excerpt = "\"" + std::string(64, '(') + "...\" (40001 characters)";
+  EXPECT_EQ(BoundedString("devices:\n  include: ['" + groups + "']\n"),
+            "t.yml:2:13: devices.include[0]: invalid regular expression " + excerpt +
+                ": is 40001 characters long; a pattern for device names (at most 31 characters) may have 1024\n");
+  EXPECT_EQ(BoundedString("devices:\n  exclude: ['" + std::string(40000, 'a') + "']\n"),
+            "t.yml:2:13: devices.exclude[0]: invalid regular expression \"" + std::string(64, 'a') +
+                "...\" (40000 characters): is 40000 characters long; a pattern for device names (at most 31 "
+                "characters) may have 1024\n");
+  // A per-device key is a pattern too; an explicit key, as an implicit one may not pass 1024.
+  EXPECT_EQ(BoundedString("probes:\n  devices:\n    ? '" + groups + "'\n    : {}\n"),
+            "t.yml:3:7: probes.devices." + std::string(64, '(') + "...: invalid regular expression " + excerpt +
+                ": is 40001 characters long; a pattern for device names (at most 31 characters) may have 1024\n");
+  const std::string deep17 = std::string(17, '(') + "a" + std::string(17, ')');
+  EXPECT_EQ(BoundedString("devices:\n  include: ['" + deep17 + "']\n"),
+            "t.yml:2:13: devices.include[0]: invalid regular expression \"" + deep17 +
+                "\": has groups nested more than 16 deep\n");
+  const std::string deep16 = std::string(16, '(') + "sda" + std::string(16, ')');
+  EXPECT_EQ(BoundedString("devices:\n  include: ['" + deep16 + "']\n"), "loaded\n");
+}
+
+TEST(HostileConfig, RepetitionsCountAsWrittenOut) {
+  // 15 characters, 27,000 states (2 MB) once libstdc++ writes the copies out.
+  EXPECT_EQ(BoundedString("devices:\n  include: ['((a{30}){30}){30}']\n"),
+            "t.yml:2:13: devices.include[0]: invalid regular expression \"((a{30}){30}){30}\": repeats to more than "
+            "1024 characters once its {n,m} repetitions are written out (std::regex builds each copy)\n");
+  // Each within the bound, together over the file's budget (16 KiB): the 17th and later are refused.
+  std::string list = "devices:\n  include:\n";
+  for (int i = 0; i < 20; ++i) list += "    - 'a{1000}'\n";
+  std::string want;
+  for (int i = 16; i < 20; ++i)
+    want += "t.yml:" + std::to_string(i + 3) + ":7: devices.include[" + std::to_string(i) +
+            "]: invalid regular expression \"a{1000}\": the patterns of this file together repeat to more than "
+            "16384 characters once their {n,m} repetitions are written out\n";
+  EXPECT_EQ(BoundedString(list), want);
+  EXPECT_EQ(BoundedString("devices:\n  include: ['sd[a-z]{1,2}', 'mmcblk[0-9]{1,2}(boot[01])?']\n"), "loaded\n");
+}
+
+TEST(HostileConfig, BackReferencesAreRefused) {
+  EXPECT_EQ(BoundedString("devices:\n  include: ['(sd)\\1']\n"),
+            "t.yml:2:13: devices.include[0]: invalid regular expression \"(sd)\\1\": back-references (\\1 ...) are "
+            "not supported: matching stays linear in the name without them\n");
+}
+
+TEST(Pattern, MatchingTakesLinearTimeNotExponential) {
+  // Backtracking takes 2^n steps on these for a name of n "a" (with libstdc++'s default executor,
+  // sixteen took longer than 20 s here); a kernel disk name has up to 31 characters.
+  const std::string name(31, 'a');
+  EXPECT_EQ(diskprobe::testing::InBoundedChild([&] {
+              std::string out;
+              for (const char* src : {"(a*)*b", "(a|a)*b", "(a|aa)*b", "a*a*a*a*a*a*a*a*b"}) {
+                Pattern p;
+                std::string why = CompilePattern(src, &p);
+                out += std::string(src) + (why.empty() ? (p.FullMatch(name) ? " matches" : " no match") : ": " + why) + "\n";
+              }
+              return out;
+            }),
+            "(a*)*b no match\n(a|a)*b no match\n(a|aa)*b no match\na*a*a*a*a*a*a*a*b no match\n");
+  // The same executor still gives the ordinary answers.
+  Pattern p;
+  ASSERT_EQ(CompilePattern("mmcblk[0-9]+|sd[a-z]+|(nvme[0-9]+n[0-9]+)", &p), "");
+  EXPECT_TRUE(p.FullMatch("mmcblk0"));
+  EXPECT_TRUE(p.FullMatch("nvme0n1"));
+  EXPECT_FALSE(p.FullMatch("mmcblk0p1"));
+  EXPECT_FALSE(p.FullMatch("sd"));
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "in_child.h"
+
 namespace diskprobe::http {
 namespace {
 
@@ -189,6 +191,47 @@ TEST_F(WebConfigTest, FileResolvesAgainstItsDirectory) {
   ASSERT_TRUE(r.config);
   EXPECT_EQ(r.config->tls->cert_file, dir_ + "/server.crt");
   EXPECT_EQ(r.config->source, dir_ + "/web.yml");
+}
+
+// The outcome of `load` ("loaded" or one line per error), computed in a child with bounded memory
+// and time (tests/unit/in_child.h): the hostile inputs of the main configuration, through the
+// web configuration's own entry points.
+std::string Bounded(const std::function<WebConfigResult()>& load) {
+  return diskprobe::testing::InBoundedChild([&] {
+    WebConfigResult r = load();
+    std::string out = r.config ? "loaded\n" : "";
+    for (const auto& e : r.errors) out += e.ToString() + "\n";
+    return out;
+  });
+}
+
+TEST_F(WebConfigTest, HostileTextIsOneErrorInBoundedTime) {
+  auto parse = [&](const std::string& yaml) { return Bounded([&] { return Parse(yaml); }); };
+  EXPECT_EQ(parse(",\n"), "web.yml:1:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(parse("---\n,\n"), "web.yml:2:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(parse("# c\n,\n"), "web.yml:2:1: YAML syntax error: unexpected ','\n");
+  EXPECT_EQ(parse("basic_auth_users: {}\n---\ntls_server_config: {}\n"),
+            "web.yml:2:1: more than one YAML document; a configuration is a single document\n");
+  EXPECT_EQ(parse(std::string(60000, '[')), "web.yml:1:33: lists and mappings nested more than 32 deep\n");
+  EXPECT_EQ(parse(std::string(100000, '{')),
+            "web.yml:0:0: document is larger than 65536 bytes; a configuration is a few KiB\n");
+  std::string users = "basic_auth_users:\n";
+  for (int i = 0; i < 6000; ++i) users += "  u" + std::to_string(i) + ": x\n";  // 12,001 nodes, < 64 KiB
+  const std::string many = parse(users);
+  EXPECT_EQ(many.rfind("web.yml:5000:", 0), 0u) << many;  // u4998's value, the 10001st node
+  EXPECT_NE(many.find(": more than 10000 YAML nodes"), std::string::npos) << many;
+}
+
+TEST_F(WebConfigTest, OnlyRegularFiles) {
+  const std::string fifo = dir_ + "/web.yml";  // removed by TearDown
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(Bounded([&] { return LoadWebConfigFile(fifo); }), fifo + ":0:0: not a regular file (fifo)\n");
+  EXPECT_EQ(Bounded([&] { return LoadWebConfigFile(dir_); }), dir_ + ":0:0: not a regular file (directory)\n");
+  EXPECT_EQ(Bounded([] { return LoadWebConfigFile("/dev/zero"); }),
+            "/dev/zero:0:0: not a regular file (character device)\n");
+  // The files it names too: OpenSSL would block reading a FIFO certificate.
+  EXPECT_EQ(Bounded([&] { return Parse("tls_server_config:\n  cert_file: web.yml\n  key_file: server.key\n"); }),
+            "web.yml:2:14: tls_server_config.cert_file: cannot read \"" + fifo + "\": not a regular file\n");
 }
 
 TEST(IsBcryptHash, Shapes) {
