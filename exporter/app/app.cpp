@@ -30,9 +30,7 @@
 namespace diskprobe::app {
 namespace {
 
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 config::LoadResult Load(const std::string& file) {
   return file.empty() ? config::LoadDefault() : config::LoadFile(file);
@@ -66,9 +64,9 @@ bool ReloadWebConfig(const std::string& file, const http::WebConfig& running, ht
     return false;
   }
   if (auth != nullptr) auth->SetUsers(w.config->users);
-  log::Info("web configuration reloaded", {{"file", file},
-                                          {"tls", w.config->tls ? "true" : "false"},
-                                          {"users", std::to_string(w.config->users.size())}});
+  log::Info(
+      "web configuration reloaded",
+      {{"file", file}, {"tls", w.config->tls ? "true" : "false"}, {"users", std::to_string(w.config->users.size())}});
   return true;
 }
 

@@ -54,7 +54,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* f) {
                  "Path under which metrics are exposed (letters, digits and / - . _ ~; not /, /-/healthy, /-/ready).")
       ->capture_default_str()
       ->check(CheckTelemetryPath);
-  app.add_option("--web.max-requests", f->max_requests, "Maximum number of requests served at once (HTTP worker threads).")
+  app.add_option("--web.max-requests", f->max_requests,
+                 "Maximum number of requests served at once (HTTP worker threads).")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   collectors::Paths& paths = f->paths;
@@ -88,8 +89,9 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* f) {
   }
 
   app.formatter(std::make_shared<HelpFormatter>());
-  app.footer("Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
-             "(diskprobe_exporter bench --help).");
+  app.footer(
+      "Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
+      "(diskprobe_exporter bench --help).");
 
   try {
     app.parse(argc, argv);

@@ -30,9 +30,7 @@ using probes::MonotonicNs;
 constexpr std::uint32_t kSmall = 4096;
 constexpr std::uint32_t kLarge = 1 << 20;
 
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string Errno(const std::string& what, int e) { return what + ": " + std::strerror(e); }
 
@@ -46,7 +44,9 @@ class Bounds {
     std::int64_t left = deadline_ - now - kReserveNs;
     return now + std::max<std::int64_t>(0, left / std::max(1, phases_left));
   }
-  std::uint64_t PhaseBytes(int phases_left) const { return bytes_ / static_cast<std::uint64_t>(std::max(1, phases_left)); }
+  std::uint64_t PhaseBytes(int phases_left) const {
+    return bytes_ / static_cast<std::uint64_t>(std::max(1, phases_left));
+  }
   void Spend(std::uint64_t b) { bytes_ = b > bytes_ ? 0 : bytes_ - b; }
   std::uint64_t bytes() const { return bytes_; }
   std::int64_t deadline() const { return deadline_; }
@@ -268,18 +268,22 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   };
   std::vector<TestResult> tests = {
       T("seqread", "1 MiB O_DIRECT reads at QD1 from the start of the device; bytes / sum of read times (hdparm -t)"),
-      T("seqwrite", "1 MiB buffered writes from the start of the probe file (blocks stamped beforehand), then "
-                   "fdatasync; bytes / wall time including the fdatasync (dd conv=fdatasync)"),
-      T("randread_qd1", "4 KiB O_DIRECT reads at uniformly random aligned offsets of the device, QD1; "
-                       "ops / sum of read times (iozone -I)"),
-      T("randwrite_qd1", "4 KiB O_DIRECT writes at random blocks of the probe file, QD1; ops / sum of write times "
-                        "(iozone -I)"),
+      T("seqwrite",
+        "1 MiB buffered writes from the start of the probe file (blocks stamped beforehand), then "
+        "fdatasync; bytes / wall time including the fdatasync (dd conv=fdatasync)"),
+      T("randread_qd1",
+        "4 KiB O_DIRECT reads at uniformly random aligned offsets of the device, QD1; "
+        "ops / sum of read times (iozone -I)"),
+      T("randwrite_qd1",
+        "4 KiB O_DIRECT writes at random blocks of the probe file, QD1; ops / sum of write times "
+        "(iozone -I)"),
       T("randread_qd" + qd, "4 KiB O_DIRECT reads at random offsets of the device, " + qd +
-                               " in flight (io_uring); ops / wall time (A1/A2 test)"),
-      T("randwrite_qd" + qd, "4 KiB O_DIRECT writes at random blocks of the probe file, " + qd +
                                 " in flight (io_uring); ops / wall time (A1/A2 test)"),
-      T("fdatasync", "4 KiB buffered write + fdatasync() at random blocks of the probe file, timed together: "
-                    "the commit latency a database sees"),
+      T("randwrite_qd" + qd, "4 KiB O_DIRECT writes at random blocks of the probe file, " + qd +
+                                 " in flight (io_uring); ops / wall time (A1/A2 test)"),
+      T("fdatasync",
+        "4 KiB buffered write + fdatasync() at random blocks of the probe file, timed together: "
+        "the commit latency a database sees"),
   };
   for (auto& t : tests) {
     t.block_size = t.name.starts_with("seq") ? kLarge : kSmall;

@@ -25,30 +25,30 @@ inline constexpr std::uint64_t kMinFileSize = 2ull << 20;
 inline constexpr std::uint64_t kMinMaxBytes = 4 * kMinFileSize;
 
 struct Options {
-  std::string device;                  // block device to read (e.g. /dev/mmcblk0)
-  std::string directory;               // where the bench's probe file goes
-  double duration_seconds = 60;        // bound of the whole run, probe file creation included
-  std::uint64_t max_bytes = 1ull << 30;  // bound of all bytes read and written
+  std::string device;                     // block device to read (e.g. /dev/mmcblk0)
+  std::string directory;                  // where the bench's probe file goes
+  double duration_seconds = 60;           // bound of the whole run, probe file creation included
+  std::uint64_t max_bytes = 1ull << 30;   // bound of all bytes read and written
   std::uint64_t file_size = 64ull << 20;  // the bench's probe file (filled once when created), whole MiB;
                                           // kMinFileSize..max_bytes/4 (the command line rejects others)
   unsigned queue_depth = 32;
   std::string sysfs = "/sys";
-  std::string lock_directory;          // probes::kDefaultLockDirectory unless set
-  double lock_wait_seconds = 15;       // how long to wait for a running probe to finish
-  bool keep_file = false;              // keep the probe file for the next run (else removed)
+  std::string lock_directory;     // probes::kDefaultLockDirectory unless set
+  double lock_wait_seconds = 15;  // how long to wait for a running probe to finish
+  bool keep_file = false;         // keep the probe file for the next run (else removed)
 };
 
 // One measurement.
 struct TestResult {
-  std::string name;         // seqread, seqwrite, randread_qd1, randwrite_qd1, randread_qd32, ...
-  std::string method;       // how it was measured, one sentence
+  std::string name;                // seqread, seqwrite, randread_qd1, randwrite_qd1, randread_qd32, ...
+  std::string method;              // how it was measured, one sentence
   std::string status = "skipped";  // ok, error, unavailable, skipped
-  std::string reason;       // for anything but ok
+  std::string reason;              // for anything but ok
   std::uint64_t block_size = 0;
   unsigned queue_depth = 1;
   std::uint64_t ops = 0;
   std::uint64_t bytes = 0;
-  double seconds = 0;       // time the figures are computed over (see method)
+  double seconds = 0;  // time the figures are computed over (see method)
   double bytes_per_second = 0;
   double iops = 0;
   std::optional<double> lat_mean, lat_p50, lat_p99, lat_max;  // per operation, seconds
@@ -60,15 +60,15 @@ struct Report {
   double started_unix = 0;
   double elapsed_seconds = 0;
   Options options;
-  std::string device_name;         // kernel name of the disk behind --device ("" if unknown)
-  std::string device_error;        // why the device could not be read ("" when it could)
-  std::string directory_disk;      // disk holding --dir
+  std::string device_name;     // kernel name of the disk behind --device ("" if unknown)
+  std::string device_error;    // why the device could not be read ("" when it could)
+  std::string directory_disk;  // disk holding --dir
   std::string probe_file;
-  bool direct_io = true;           // O_DIRECT on the probe file (else buffered + dropped cache)
-  std::string queue_engine;        // io_uring, or "unavailable: <why>"
+  bool direct_io = true;     // O_DIRECT on the probe file (else buffered + dropped cache)
+  std::string queue_engine;  // io_uring, or "unavailable: <why>"
   std::vector<TestResult> tests;
   std::optional<unsigned> claimed_class;  // SSR APP_PERF_CLASS
-  std::string claimed_source;      // path of the ssr attribute, or why unknown
+  std::string claimed_source;             // path of the ssr attribute, or why unknown
   Verdict verdict;
   std::vector<std::string> notes;
 

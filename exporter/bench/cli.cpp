@@ -81,7 +81,8 @@ std::shared_ptr<Command> AddCommand(CLI::App& app) {
         char* end = nullptr;
         const double x = std::strtod(v.c_str(), &end);
         // !(..) also refuses NaN; the bound keeps the milliseconds within a long.
-        return end != v.c_str() && *end == '\0' && x >= 0 && x <= 86400 ? "" : "\"" + v + "\" is not 0 to 86400 seconds";
+        return end != v.c_str() && *end == '\0' && x >= 0 && x <= 86400 ? ""
+                                                                        : "\"" + v + "\" is not 0 to 86400 seconds";
       });
   s->add_option("--path.sysfs", c->opt.sysfs, "sysfs mount point.")->capture_default_str();
   s->add_flag("--keep-file", c->opt.keep_file, "Keep the probe file for the next run (default: removed).");
@@ -90,9 +91,9 @@ std::shared_ptr<Command> AddCommand(CLI::App& app) {
   s->callback([c] {
     const std::uint64_t max_bytes = *config::ParseSize(c->max_bytes), file_size = *config::ParseSize(c->file_size);
     if (file_size > max_bytes / 4)
-      throw CLI::ValidationError("--file-size", c->file_size + " is more than a quarter of --max-bytes " + c->max_bytes +
-                                                   ": at most " + std::to_string(max_bytes / 4 >> 20) +
-                                                   "MiB, or raise --max-bytes");
+      throw CLI::ValidationError("--file-size", c->file_size + " is more than a quarter of --max-bytes " +
+                                                    c->max_bytes + ": at most " + std::to_string(max_bytes / 4 >> 20) +
+                                                    "MiB, or raise --max-bytes");
   });
   return c;
 }

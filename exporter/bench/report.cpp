@@ -67,8 +67,8 @@ std::string FormatTable(const Report& r) {
       out += first ? "" : ", ";
       first = false;
       if (k.metric == "seq_write_bytes_per_second")
-        out += "seq write " + (k.measured ? Fmt("%.1f", *k.measured / 1e6) : "?") + "/" + Fmt("%.0f", k.required / 1e6) +
-               " MB/s";
+        out += "seq write " + (k.measured ? Fmt("%.1f", *k.measured / 1e6) : "?") + "/" +
+               Fmt("%.0f", k.required / 1e6) + " MB/s";
       else
         out += (k.metric == "read_iops" ? "read " : "write ") + (k.measured ? Fmt("%.0f", *k.measured) : "?") + "/" +
                Fmt("%.0f", k.required) + " IOPS";
@@ -165,7 +165,8 @@ std::optional<PushTarget> ParsePushUrl(const std::string& url, std::string* erro
   const auto port_number = util::ParseNumber<unsigned>(port);
   if (!port_number || port.size() > 5 || *port_number == 0 || *port_number > 65535)
     return bad("bad port \"" + port + "\"");
-  if (slash != std::string::npos && url.substr(slash) != "/") return bad("a path (the job's path is added by the bench)");
+  if (slash != std::string::npos && url.substr(slash) != "/")
+    return bad("a path (the job's path is added by the bench)");
   return PushTarget{url.substr(0, colon), port};
 }
 
@@ -199,13 +200,15 @@ bool Push(const Report& r, const std::string& url, std::string* error) {
                       .Register(*registry);
   auto& pass = prometheus::BuildGauge()
                    .Name("diskprobe_bench_app_class_pass")
-                   .Help("Bench: 1 when the measured figures meet the application performance class, 0 when not; "
-                         "absent when undecided.")
+                   .Help(
+                       "Bench: 1 when the measured figures meet the application performance class, 0 when not; "
+                       "absent when undecided.")
                    .Register(*registry);
   auto& claimed = prometheus::BuildGauge()
                       .Name("diskprobe_bench_app_class_claimed")
-                      .Help("Bench: application performance class the card claims in its SSR: 0 none, 1 A1, 2 A2; "
-                            "absent when unknown.")
+                      .Help(
+                          "Bench: application performance class the card claims in its SSR: 0 none, 1 A1, 2 A2; "
+                          "absent when unknown.")
                       .Register(*registry);
   auto& ts = prometheus::BuildGauge()
                  .Name("diskprobe_bench_last_run_timestamp_seconds")

@@ -14,10 +14,10 @@
 namespace diskprobe::bench {
 
 struct AppClassThresholds {
-  std::string name;            // "A1", "A2"
-  unsigned code = 0;           // SSR APP_PERF_CLASS value: 1 A1, 2 A2
-  double read_iops = 0;        // 4 KiB random read
-  double write_iops = 0;       // 4 KiB random write
+  std::string name;       // "A1", "A2"
+  unsigned code = 0;      // SSR APP_PERF_CLASS value: 1 A1, 2 A2
+  double read_iops = 0;   // 4 KiB random read
+  double write_iops = 0;  // 4 KiB random write
   double seq_write_bytes_per_second = 0;
 };
 
@@ -35,15 +35,15 @@ struct VerdictInput {
 };
 
 struct ClassCheck {
-  std::string metric;          // "read_iops", "write_iops", "seq_write_bytes_per_second"
+  std::string metric;  // "read_iops", "write_iops", "seq_write_bytes_per_second"
   double required = 0;
   std::optional<double> measured;
-  std::optional<bool> pass;    // nullopt when not measured
+  std::optional<bool> pass;  // nullopt when not measured
 };
 
 struct ClassVerdict {
   std::string name;
-  std::optional<bool> pass;    // true: every check passed; false: one failed; nullopt: undecided
+  std::optional<bool> pass;  // true: every check passed; false: one failed; nullopt: undecided
   std::vector<ClassCheck> checks;
 };
 

@@ -50,7 +50,8 @@ std::string ReadFirst(const std::string& dir, std::initializer_list<const char*>
 std::string ActiveScheduler(std::string_view text) {
   auto open = text.find('[');
   auto close = text.find(']', open == std::string_view::npos ? 0 : open);
-  if (open != std::string_view::npos && close != std::string_view::npos) return std::string(text.substr(open + 1, close - open - 1));
+  if (open != std::string_view::npos && close != std::string_view::npos)
+    return std::string(text.substr(open + 1, close - open - 1));
   return std::string(util::Trim(text));
 }
 
@@ -146,7 +147,8 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
   Family(out, data, "diskprobe_block_reads_merged_total", "Adjacent read requests merged (stat field 2).", MT::Counter,
          [](const DeviceData& d) { return std::optional<double>(d.stat.read_merges); });
   Family(out, data, "diskprobe_block_read_bytes_total", "Bytes read: 512-byte sectors read (stat field 3) x 512.",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_sectors) * kSectorBytes); });
+         MT::Counter,
+         [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_sectors) * kSectorBytes); });
   Family(out, data, "diskprobe_block_read_time_seconds_total", "Time spent on read requests (stat field 4).",
          MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.read_ticks_ms)); });
   Family(out, data, "diskprobe_block_writes_completed_total", "Write requests completed (stat field 5).", MT::Counter,
@@ -164,21 +166,26 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
          "Time the device had requests in flight, io_ticks (stat field 10); its rate is utilisation.", MT::Counter,
          [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.io_ticks_ms)); });
   Family(out, data, "diskprobe_block_io_time_weighted_seconds_total",
-         "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue size.",
+         "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue "
+         "size.",
          MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.time_in_queue_ms)); });
-  Family(out, data, "diskprobe_block_discards_completed_total", "Discard requests completed (stat field 12, kernel 4.18+).",
-         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_ios); });
-  Family(out, data, "diskprobe_block_discards_merged_total", "Adjacent discard requests merged (stat field 13, kernel 4.18+).",
-         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.discard_merges); });
+  Family(out, data, "diskprobe_block_discards_completed_total",
+         "Discard requests completed (stat field 12, kernel 4.18+).", MT::Counter,
+         [](const DeviceData& d) { return Opt(d.stat.discard_ios); });
+  Family(out, data, "diskprobe_block_discards_merged_total",
+         "Adjacent discard requests merged (stat field 13, kernel 4.18+).", MT::Counter,
+         [](const DeviceData& d) { return Opt(d.stat.discard_merges); });
   Family(out, data, "diskprobe_block_discarded_bytes_total",
          "Bytes discarded: 512-byte sectors discarded (stat field 14, kernel 4.18+) x 512.", MT::Counter,
          [](const DeviceData& d) { return Opt(d.stat.discard_sectors, kSectorBytes); });
-  Family(out, data, "diskprobe_block_discard_time_seconds_total", "Time spent on discard requests (stat field 15, kernel 4.18+).",
-         MT::Counter, [](const DeviceData& d) { return OptSeconds(d.stat.discard_ticks_ms); });
+  Family(out, data, "diskprobe_block_discard_time_seconds_total",
+         "Time spent on discard requests (stat field 15, kernel 4.18+).", MT::Counter,
+         [](const DeviceData& d) { return OptSeconds(d.stat.discard_ticks_ms); });
   Family(out, data, "diskprobe_block_flushes_completed_total", "Flush requests completed (stat field 16, kernel 5.5+).",
          MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ios); });
-  Family(out, data, "diskprobe_block_flush_time_seconds_total", "Time spent on flush requests (stat field 17, kernel 5.5+).",
-         MT::Counter, [](const DeviceData& d) { return OptSeconds(d.stat.flush_ticks_ms); });
+  Family(out, data, "diskprobe_block_flush_time_seconds_total",
+         "Time spent on flush requests (stat field 17, kernel 5.5+).", MT::Counter,
+         [](const DeviceData& d) { return OptSeconds(d.stat.flush_ticks_ms); });
 
   Family(out, data, "diskprobe_block_size_bytes", "Size of the device: sysfs size (512-byte sectors) x 512.", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.size_sectors, kSectorBytes); });
@@ -195,8 +202,8 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
          "Smallest unit the device writes without read-modify-write (sysfs queue/physical_block_size).", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.facts->physical_bs); });
 
-  out.Family("diskprobe_block_info",
-             "Identity of a monitored block device; value 1. Empty label: sysfs does not say.", MetricType::Gauge);
+  out.Family("diskprobe_block_info", "Identity of a monitored block device; value 1. Empty label: sysfs does not say.",
+             MetricType::Gauge);
   for (const auto& d : data) {
     out.Sample({{"device", d.dev->name},
                 {"major", std::to_string(d.dev->major)},

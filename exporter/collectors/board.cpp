@@ -70,17 +70,20 @@ CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out)
   std::string failure;
   if (!throttled_path_.empty()) {
     util::FileContent f = util::ReadAttribute(throttled_path_);
-    auto t = f.ok() ? parsers::ParseThrottled(f.text) : parsers::ParseResult<parsers::Throttled>::Fail(std::strerror(f.error));
+    auto t = f.ok() ? parsers::ParseThrottled(f.text)
+                    : parsers::ParseResult<parsers::Throttled>::Fail(std::strerror(f.error));
     if (!t) {
       failure = throttled_path_ + ": " + t.error;
     } else {
-      Flag(out, "diskprobe_board_under_voltage_now", "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).",
+      Flag(out, "diskprobe_board_under_voltage_now",
+           "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).",
            t->under_voltage_now);
-      Flag(out, "diskprobe_board_under_voltage_occurred",
-           "1 when under-voltage occurred since boot or since the sticky bits were last cleared (get_throttled bit 16).",
-           t->under_voltage_occurred);
-      Flag(out, "diskprobe_board_arm_frequency_capped_now", "1 while the ARM frequency is capped (get_throttled bit 1).",
-           t->arm_freq_capped_now);
+      Flag(
+          out, "diskprobe_board_under_voltage_occurred",
+          "1 when under-voltage occurred since boot or since the sticky bits were last cleared (get_throttled bit 16).",
+          t->under_voltage_occurred);
+      Flag(out, "diskprobe_board_arm_frequency_capped_now",
+           "1 while the ARM frequency is capped (get_throttled bit 1).", t->arm_freq_capped_now);
       Flag(out, "diskprobe_board_arm_frequency_capped_occurred",
            "1 when ARM frequency capping occurred since the sticky bits were last cleared (get_throttled bit 17).",
            t->arm_freq_capped_occurred);
@@ -92,7 +95,8 @@ CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out)
       Flag(out, "diskprobe_board_soft_temperature_limit_now",
            "1 while the soft temperature limit is active (get_throttled bit 3).", t->soft_temp_limit_now);
       Flag(out, "diskprobe_board_soft_temperature_limit_occurred",
-           "1 when the soft temperature limit was reached since the sticky bits were last cleared (get_throttled bit 19).",
+           "1 when the soft temperature limit was reached since the sticky bits were last cleared (get_throttled bit "
+           "19).",
            t->soft_temp_limit_occurred);
     }
   } else if (!hwmon_alarm_path_.empty()) {
@@ -101,8 +105,8 @@ CollectResult BoardCollector::Collect(const ScrapeContext& ctx, FamilySink& out)
     if (!v || *v > 1) {
       failure = hwmon_alarm_path_ + ": " + (f.ok() ? "not 0 or 1" : std::strerror(f.error));
     } else {
-      Flag(out, "diskprobe_board_under_voltage_now", "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).",
-           *v == 1);
+      Flag(out, "diskprobe_board_under_voltage_now",
+           "1 while the supply voltage is under the firmware threshold, about 4.63 V (get_throttled bit 0).", *v == 1);
     }
   }
   return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));

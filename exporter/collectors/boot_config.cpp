@@ -57,8 +57,9 @@ CollectResult BootConfigCollector::Collect(const ScrapeContext& ctx, FamilySink&
   const bool explicit_path = !ctx.paths.bootconfig.empty();
   std::vector<std::string> candidates;
   if (explicit_path) candidates = {ctx.paths.bootconfig};
-  else candidates = {util::JoinPath(ctx.paths.rootfs, "boot/firmware/config.txt"),
-                     util::JoinPath(ctx.paths.rootfs, "boot/config.txt")};
+  else
+    candidates = {util::JoinPath(ctx.paths.rootfs, "boot/firmware/config.txt"),
+                  util::JoinPath(ctx.paths.rootfs, "boot/config.txt")};
   std::optional<FileStamp> main;
   int err = 0;
   for (const auto& c : candidates) {
@@ -146,12 +147,11 @@ CollectResult BootConfigCollector::Collect(const ScrapeContext& ctx, FamilySink&
   fams.Family("diskprobe_boot_config_problems",
               "Lines of config.txt (and its includes) that could not be used, by kind.", MetricType::Gauge);
   for (const auto& [k, n] : kinds) fams.Sample({{"kind", k}}, n);
-  log::Info("boot config read",
-            {{"file", main->path},
-             {"files", std::to_string(cfg.files.size())},
-             {"sd_overclock_hz", cfg.sd_overclock_hz ? std::to_string(*cfg.sd_overclock_hz) : ""},
-             {"unevaluated_sections", std::to_string(cfg.unevaluated.size())},
-             {"problems", std::to_string(cfg.diagnostics.size())}});
+  log::Info("boot config read", {{"file", main->path},
+                                 {"files", std::to_string(cfg.files.size())},
+                                 {"sd_overclock_hz", cfg.sd_overclock_hz ? std::to_string(*cfg.sd_overclock_hz) : ""},
+                                 {"unevaluated_sections", std::to_string(cfg.unevaluated.size())},
+                                 {"problems", std::to_string(cfg.diagnostics.size())}});
 
   stamps_ = std::move(stamps);
   cached_text_ = std::move(text_out);

@@ -74,10 +74,9 @@ Card ReadCard(const std::string& devdir, const std::string& cid_raw) {
       // register (or our decoding of it) is wrong.
       auto sectors = util::ParseU64(Trimmed(devdir, "size"));
       if (r->capacity_bytes && sectors && *r->capacity_bytes != *sectors * 512)
-        c.rejected["csd"] = "capacity " + std::to_string(*r->capacity_bytes) + " bytes does not match the block device (" +
-                            std::to_string(*sectors * 512) + " bytes)";
-      else
-        c.csd = *r;
+        c.rejected["csd"] = "capacity " + std::to_string(*r->capacity_bytes) +
+                            " bytes does not match the block device (" + std::to_string(*sectors * 512) + " bytes)";
+      else c.csd = *r;
     } else {
       c.rejected["csd"] = r.error;
     }
@@ -170,7 +169,8 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
         log::Warn("mmc card register rejected", {{"device", dev.name}, {"register", reg}, {"err", why}});
       }
       if ((!st.have_card || other_card) && !fresh.suspicions.empty())
-        for (const auto& s : fresh.suspicions) log::Warn("mmc card identity suspicious", {{"device", dev.name}, {"why", s}});
+        for (const auto& s : fresh.suspicions)
+          log::Warn("mmc card identity suspicious", {{"device", dev.name}, {"why", s}});
       st.card = std::move(fresh);
       st.have_card = true;
     }
@@ -226,7 +226,8 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
            if (!c.cid || c.type != "SD") return std::nullopt;
            return static_cast<double>(c.suspicions.size());
          });
-  Family(out, rows, "diskprobe_mmc_card_speed_class", "SD speed class the card claims: 0, 2, 4, 6 or 10 (SSR SPEED_CLASS).",
+  Family(out, rows, "diskprobe_mmc_card_speed_class",
+         "SD speed class the card claims: 0, 2, 4, 6 or 10 (SSR SPEED_CLASS).",
          [](const Card& c) -> std::optional<double> {
            if (!c.ssr) return std::nullopt;
            auto v = c.ssr->SpeedClass();
@@ -252,8 +253,10 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
              MetricType::Gauge);
   for (const auto& r : rows) {
     if (!r.card->life_time) continue;
-    for (const auto& [type, est] : {std::pair{"A", r.card->life_time->type_a}, std::pair{"B", r.card->life_time->type_b}})
-      if (est.state != p::LifeTimeEstimate::State::kNotDefined) out.Sample({{"device", *r.device}, {"type", type}}, est.raw);
+    for (const auto& [type, est] :
+         {std::pair{"A", r.card->life_time->type_a}, std::pair{"B", r.card->life_time->type_b}})
+      if (est.state != p::LifeTimeEstimate::State::kNotDefined)
+        out.Sample({{"device", *r.device}, {"type", type}}, est.raw);
   }
   Family(out, rows, "diskprobe_mmc_card_pre_eol_info",
          "eMMC reserved blocks consumed: 1 normal, 2 warning (80 %), 3 urgent (90 %) (PRE_EOL_INFO).",

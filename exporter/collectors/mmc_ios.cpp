@@ -71,7 +71,8 @@ CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out
   for (const MmcHost& h : hosts) {
     auto it = drivers_.find(h.host);
     if (it == drivers_.end()) {
-      std::string driver = util::LinkBasename(util::JoinPath(ctx.paths.sysfs, "class/mmc_host/" + h.host + "/device/driver"));
+      std::string driver =
+          util::LinkBasename(util::JoinPath(ctx.paths.sysfs, "class/mmc_host/" + h.host + "/device/driver"));
       it = drivers_.emplace(h.host, std::move(driver)).first;
     }
     all.push_back({h, &it->second});
@@ -105,7 +106,8 @@ CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out
   Family(out, data, "diskprobe_mmc_ios_signal_voltage_volts",
          "I/O signalling voltage: 3.3, 1.8 or 1.2 (debugfs ios 'signal voltage').",
          [](const parsers::MmcIos& i) { return D(i.signal_voltage_volts); });
-  Family(out, data, "diskprobe_mmc_ios_power_mode", "Card power: 0 off, 1 up (powering up), 2 on (debugfs ios 'power mode').",
+  Family(out, data, "diskprobe_mmc_ios_power_mode",
+         "Card power: 0 off, 1 up (powering up), 2 on (debugfs ios 'power mode').",
          [](const parsers::MmcIos& i) { return D(i.power_mode); });
   Family(out, data, "diskprobe_mmc_ios_vdd_volts",
          "Lower bound of the card supply voltage window selected (debugfs ios 'vdd'); absent when invalid (off).",
@@ -115,8 +117,8 @@ CollectResult MmcIosCollector::Collect(const ScrapeContext& ctx, FamilySink& out
              MetricType::Gauge);
   for (const auto& d : data) {
     if (!d.ios.timing_code) continue;
-    std::string name = d.ios.timing_name ? *d.ios.timing_name
-                                         : std::string(parsers::MmcTimingName(*d.ios.timing_code).value_or(""));
+    std::string name =
+        d.ios.timing_name ? *d.ios.timing_name : std::string(parsers::MmcTimingName(*d.ios.timing_code).value_or(""));
     out.Sample({{"device", d.host.device}, {"host", d.host.host}, {"timing", name}}, *d.ios.timing_code);
   }
   return failure.empty() ? CollectResult::Ok() : CollectResult::Failed(std::move(failure));

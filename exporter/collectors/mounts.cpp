@@ -184,7 +184,9 @@ void MountsCollector::Write(const std::vector<Ext4Files>& ext4, FamilySink& out)
              "emergency_ro (Linux 6.15+) after an error.",
              MetricType::Gauge);
   for (const auto& [k, v] : fs_)
-    out.Sample({{"device", std::get<0>(k)}, {"fstype", std::get<1>(k)}, {"mountpoint", std::get<2>(k)},
+    out.Sample({{"device", std::get<0>(k)},
+                {"fstype", std::get<1>(k)},
+                {"mountpoint", std::get<2>(k)},
                 {"partition", std::get<3>(k)}},
                v ? 1 : 0);
 
@@ -210,9 +212,8 @@ void MountsCollector::Write(const std::vector<Ext4Files>& ext4, FamilySink& out)
   family("diskprobe_ext4_first_error_timestamp_seconds",
          "Time of the first recorded ext4 error (first_error_time; the clock of a Pi without RTC may be wrong).",
          MetricType::Gauge, [](const parsers::Ext4Errors& e) { return e.first.time; });
-  family("diskprobe_ext4_last_error_timestamp_seconds",
-         "Time of the last recorded ext4 error (last_error_time).", MetricType::Gauge,
-         [](const parsers::Ext4Errors& e) { return e.last.time; });
+  family("diskprobe_ext4_last_error_timestamp_seconds", "Time of the last recorded ext4 error (last_error_time).",
+         MetricType::Gauge, [](const parsers::Ext4Errors& e) { return e.last.time; });
 }
 
 }  // namespace diskprobe::collectors

@@ -77,8 +77,8 @@ class MountsCollector : public Collector {
   // Returns false with *error when neither mountinfo can be read.
   bool RefreshMounts(const ScrapeContext& ctx, std::string* error);
 
-  int fd_ = -1;               // open mountinfo (kept for poll), -1 before the first scrape
-  std::string fd_procfs_;     // the procfs root fd_ was opened under
+  int fd_ = -1;            // open mountinfo (kept for poll), -1 before the first scrape
+  std::string fd_procfs_;  // the procfs root fd_ was opened under
   bool fd_on_procfs_ = false;
   // fd_ is <procfs>/self/mountinfo because /proc/1 is hidden (systemd's ProtectProc=invisible,
   // a container without hostPID): our own mount namespace, where ProtectSystem=strict or a
@@ -87,11 +87,11 @@ class MountsCollector : public Collector {
   bool fd_is_self_ = false;
   std::vector<parsers::MountInfo> mounts_;
   std::string mounts_text_;  // the mountinfo text mounts_ was parsed from
-  DeviceList map_devices_;  // the device list map_ was built for
+  DeviceList map_devices_;   // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};
   util::SysfsAttributes ext4_files_;  // the ext4 error attributes, kept open
-  std::uint64_t version_ = 0;  // moves whenever mounts_ or map_ changes
+  std::uint64_t version_ = 0;         // moves whenever mounts_ or map_ changes
   // From mounts_ and map_ as of derived_version_: (device, fstype, mountpoint, partition) -> read
   // only, and the ext4 filesystems (partition -> disk).
   std::uint64_t derived_version_ = ~std::uint64_t{0};

@@ -46,8 +46,9 @@ void ProbesCollector::WriteResults(FamilySink& out) const {
   out.Family("diskprobe_probe_runs_total", "Probe runs by result.", MetricType::Counter);
   each([&out](const std::string& device, std::string_view probe, config::ProbeKind, const ProbeStats& s) {
     for (int r = 0; r < probes::kRunResults; ++r)
-      out.Sample({{"device", device}, {"probe", probe}, {"result", probes::RunResultName(static_cast<probes::RunResult>(r))}},
-                 double(s.runs[static_cast<std::size_t>(r)]));
+      out.Sample(
+          {{"device", device}, {"probe", probe}, {"result", probes::RunResultName(static_cast<probes::RunResult>(r))}},
+          double(s.runs[static_cast<std::size_t>(r)]));
   });
   out.Family("diskprobe_probe_errors_total",
              "Failed probe operations by error class (eio, enospc, eacces, erofs, other).", MetricType::Counter);

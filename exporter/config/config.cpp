@@ -49,20 +49,23 @@ void ApplyProbeSettings(const YAML::Node& node, const std::string& path, const P
     // reads or writes whole requests: a size the requests do not fill was silently cut (a 1 MiB
     // size with 4 MiB requests did nothing and counted an ok run).
     if (s->request_size % 4096 != 0)
-      r.Fail(at("request_size"), path + ".request_size", "must be a multiple of 4KiB, got " + std::to_string(s->request_size));
+      r.Fail(at("request_size"), path + ".request_size",
+             "must be a multiple of 4KiB, got " + std::to_string(s->request_size));
     else if (s->request_size > s->size)
       r.Fail(at("request_size"), path + ".request_size",
              "must not exceed size (" + std::to_string(s->size) + "), got " + std::to_string(s->request_size));
     else if (s->size % s->request_size != 0)
       r.Fail(at("size"), path + ".size",
-             "must be a multiple of request_size (" + std::to_string(s->request_size) + "), got " + std::to_string(s->size));
+             "must be a multiple of request_size (" + std::to_string(s->request_size) + "), got " +
+                 std::to_string(s->size));
   }
   // The row's unit (ProbeKindRow::block_unit says why per kind): 5000 failed every write run
   // with EINVAL, 1000 was silently written as 4096.
   if (row.Accepts(ProbeKey::kBlockSize) && row.block_unit != 0 && s->block_size % row.block_unit != 0)
     r.Fail(at("block_size"), path + ".block_size",
-           "must be a multiple of " + std::string(row.block_unit % 1024 == 0 ? std::to_string(row.block_unit / 1024) + "KiB"
-                                                                              : std::to_string(row.block_unit)) +
+           "must be a multiple of " +
+               std::string(row.block_unit % 1024 == 0 ? std::to_string(row.block_unit / 1024) + "KiB"
+                                                      : std::to_string(row.block_unit)) +
                ", got " + std::to_string(s->block_size));
 }
 
@@ -80,9 +83,10 @@ void ApplyProbeSet(const YAML::Node& node, const std::string& path, YamlReader& 
 
 void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
   const std::string path = "probes";
-  if (!r.CheckMap(node, path, {"enabled", "state_directory", "write_directories", "probe_file_size", "io_priority",
-                               "busy_threshold", "busy_window", "jitter", "op_deadline", "write_budget_per_day",
-                               "free_space_floor", "free_space_floor_ratio", "defaults", "devices"}))
+  if (!r.CheckMap(node, path,
+                  {"enabled", "state_directory", "write_directories", "probe_file_size", "io_priority",
+                   "busy_threshold", "busy_window", "jitter", "op_deadline", "write_budget_per_day", "free_space_floor",
+                   "free_space_floor_ratio", "defaults", "devices"}))
     return;
   if (!node.IsDefined() || node.IsNull()) return;
   r.ReadBool(node, path, "enabled", &p->enabled);
@@ -184,8 +188,9 @@ bool ParseInto(std::string_view yaml, const std::string& name, Config* cfg, std:
     err.message = e.msg;
     errors->push_back(std::move(err));
   }
-  std::stable_sort(errors->begin() + static_cast<std::ptrdiff_t>(before), errors->end(),
-                   [](const Error& a, const Error& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });
+  std::stable_sort(
+      errors->begin() + static_cast<std::ptrdiff_t>(before), errors->end(),
+      [](const Error& a, const Error& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });
   return errors->size() == before;
 }
 

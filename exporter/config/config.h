@@ -34,13 +34,13 @@ struct ProbesConfig {
   std::vector<std::string> write_directories;  // empty: {state_directory}
   std::uint64_t probe_file_size = 0;
   IoPriority io_priority = IoPriority::kIdle;
-  double busy_threshold = 0;                   // io_ticks utilisation ratio 0..1
+  double busy_threshold = 0;  // io_ticks utilisation ratio 0..1
   std::chrono::milliseconds busy_window{0};
-  double jitter = 0;                           // +- fraction of each interval
+  double jitter = 0;  // +- fraction of each interval
   std::chrono::milliseconds op_deadline{0};
-  std::uint64_t write_budget_per_day = 0;      // bytes per device per UTC day
-  std::uint64_t free_space_floor = 0;          // bytes; the floor is the smaller of this and
-  double free_space_floor_ratio = 0;           // this fraction of the filesystem
+  std::uint64_t write_budget_per_day = 0;  // bytes per device per UTC day
+  std::uint64_t free_space_floor = 0;      // bytes; the floor is the smaller of this and
+  double free_space_floor_ratio = 0;       // this fraction of the filesystem
   ProbeSet defaults;
   // Per-device overrides, first match wins: a kernel-name pattern and the set it yields.
   std::vector<std::pair<Pattern, ProbeSet>> devices;
@@ -59,7 +59,7 @@ struct Config {
 
 struct LoadResult {
   std::shared_ptr<const Config> config;  // null when errors is not empty
-  std::vector<Error> errors;              // every problem found, in document order
+  std::vector<Error> errors;             // every problem found, in document order
 };
 
 // Parses `yaml` (named `source_name` in errors) on top of the embedded defaults. Never throws:

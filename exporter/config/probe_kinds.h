@@ -21,10 +21,10 @@ namespace diskprobe::config {
 struct ProbeSettings {
   bool enabled = false;
   std::chrono::milliseconds interval{0};
-  std::uint32_t ops = 0;            // operations per run
-  std::uint64_t block_size = 0;     // bytes per operation
-  std::uint64_t size = 0;           // bytes per run (sequential kinds)
-  std::uint64_t request_size = 0;   // bytes per request (sequential kinds)
+  std::uint32_t ops = 0;           // operations per run
+  std::uint64_t block_size = 0;    // bytes per operation
+  std::uint64_t size = 0;          // bytes per run (sequential kinds)
+  std::uint64_t request_size = 0;  // bytes per request (sequential kinds)
   bool operator==(const ProbeSettings&) const = default;
 };
 
@@ -43,18 +43,18 @@ enum class ByteDirection { kRead, kWrite };
 
 // The settings keys of a kind, a bit each in ProbeKindRow::keys.
 enum class ProbeKey : unsigned { kEnabled = 0, kInterval, kOps, kBlockSize, kSize, kRequestSize };
-inline constexpr std::array<std::string_view, 6> kProbeKeyNames = {"enabled", "interval",   "ops",
-                                                                    "block_size", "size", "request_size"};
+inline constexpr std::array<std::string_view, 6> kProbeKeyNames = {"enabled",    "interval", "ops",
+                                                                   "block_size", "size",     "request_size"};
 constexpr unsigned KeyBit(ProbeKey k) { return 1u << static_cast<unsigned>(k); }
 
 struct ProbeKindRow {
   ProbeKind kind;
-  std::string_view name;       // config key under probes.defaults and the `probe` label
+  std::string_view name;  // config key under probes.defaults and the `probe` label
   ProbeTarget target;
   ByteDirection direction;
-  unsigned keys;               // KeyBit()s of the accepted settings keys
-  std::uint64_t block_unit;    // block_size must be a multiple of this (kinds with block_size)
-  ProbeSettings defaults;      // as documented in config/default.yml
+  unsigned keys;             // KeyBit()s of the accepted settings keys
+  std::uint64_t block_unit;  // block_size must be a multiple of this (kinds with block_size)
+  ProbeSettings defaults;    // as documented in config/default.yml
 
   bool Accepts(ProbeKey k) const { return (keys & KeyBit(k)) != 0; }
 };
@@ -72,18 +72,48 @@ inline constexpr unsigned kSequential = kCommon | KeyBit(ProbeKey::kSize) | KeyB
 // size at run time); write and fsync write whole 4 KiB probe-file blocks, each stamped with its
 // header and CRC. Sequential sizes are checked by their own rule (config.cpp).
 inline constexpr ProbeKindRow kProbeKindTable[] = {
-    {ProbeKind::kRandRead, "randread", ProbeTarget::kRawDevice, ByteDirection::kRead, detail::kOpsBlocks, 512,
+    {ProbeKind::kRandRead,
+     "randread",
+     ProbeTarget::kRawDevice,
+     ByteDirection::kRead,
+     detail::kOpsBlocks,
+     512,
      {true, detail::minutes(1), 16, 4 * detail::kKiB, 0, 0}},
-    {ProbeKind::kSeqRead, "seqread", ProbeTarget::kRawDevice, ByteDirection::kRead, detail::kSequential, 0,
+    {ProbeKind::kSeqRead,
+     "seqread",
+     ProbeTarget::kRawDevice,
+     ByteDirection::kRead,
+     detail::kSequential,
+     0,
      {true, detail::minutes(15), 0, 0, 8 * detail::kMiB, 1 * detail::kMiB}},
-    {ProbeKind::kWrite, "write", ProbeTarget::kProbeFile, ByteDirection::kWrite, detail::kOpsBlocks, 4096,
+    {ProbeKind::kWrite,
+     "write",
+     ProbeTarget::kProbeFile,
+     ByteDirection::kWrite,
+     detail::kOpsBlocks,
+     4096,
      {true, detail::minutes(5), 8, 4 * detail::kKiB, 0, 0}},
-    {ProbeKind::kFsync, "fsync", ProbeTarget::kProbeFile, ByteDirection::kWrite, detail::kOpsBlocks, 4096,
+    {ProbeKind::kFsync,
+     "fsync",
+     ProbeTarget::kProbeFile,
+     ByteDirection::kWrite,
+     detail::kOpsBlocks,
+     4096,
      {true, detail::minutes(5), 4, 4 * detail::kKiB, 0, 0}},
-    {ProbeKind::kSeqWrite, "seqwrite", ProbeTarget::kProbeFile, ByteDirection::kWrite, detail::kSequential, 0,
+    {ProbeKind::kSeqWrite,
+     "seqwrite",
+     ProbeTarget::kProbeFile,
+     ByteDirection::kWrite,
+     detail::kSequential,
+     0,
      {false, detail::hours(6), 0, 0, 8 * detail::kMiB, 1 * detail::kMiB}},
-    {ProbeKind::kVerify, "verify", ProbeTarget::kProbeFile, ByteDirection::kRead,
-     detail::kCommon | KeyBit(ProbeKey::kOps), 0, {true, detail::minutes(5), 8, 0, 0, 0}},
+    {ProbeKind::kVerify,
+     "verify",
+     ProbeTarget::kProbeFile,
+     ByteDirection::kRead,
+     detail::kCommon | KeyBit(ProbeKey::kOps),
+     0,
+     {true, detail::minutes(5), 8, 0, 0, 0}},
 };
 
 inline constexpr int kProbeKinds = static_cast<int>(std::size(kProbeKindTable));

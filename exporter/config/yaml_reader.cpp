@@ -106,9 +106,7 @@ class Bounds : public YAML::EventHandler {
                               " aliases (*name); a configuration needs few, and each one repeats its anchor's tree "
                               "for whoever walks it"};
   }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
-    Node(mark);
-  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { Node(mark); }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     Open(mark);
   }
@@ -163,9 +161,9 @@ std::string Quoted(char c) {
 bool LoadDocument(std::string_view text, const std::string& file, YAML::Node* root, std::vector<Error>* errors) {
   *root = YAML::Node();
   if (text.size() > kMaxDocumentBytes) {
-    errors->push_back(Error{file, 0, 0, "",
-                            "document is larger than " + std::to_string(kMaxDocumentBytes) +
-                                " bytes; a configuration is a few KiB"});
+    errors->push_back(
+        Error{file, 0, 0, "",
+              "document is larger than " + std::to_string(kMaxDocumentBytes) + " bytes; a configuration is a few KiB"});
     return false;
   }
   if (std::size_t at = FlowTooDeep(text, kMaxDocumentDepth); at != std::string_view::npos) {
@@ -223,15 +221,17 @@ std::string QuoteExcerpt(std::string_view s) {
 
 std::string CompilePattern(const std::string& source, Pattern* out, std::size_t* budget) {
   if (source.size() > kMaxPatternLength)
-    return "is " + std::to_string(source.size()) + " characters long; a pattern for device names (at most 31 "
-           "characters) may have " + std::to_string(kMaxPatternLength);
+    return "is " + std::to_string(source.size()) +
+           " characters long; a pattern for device names (at most 31 "
+           "characters) may have " +
+           std::to_string(kMaxPatternLength);
   // One pass for the group depth and the expanded size: every atom (a character, an escape, a
   // class) counts once per copy its enclosing {n,m} repetitions make, since libstdc++ builds the
   // states of each copy ("((a{30}){30}){30}" is 15 characters and 27,000 states, 2 MB).
   constexpr std::uint64_t kCap = std::uint64_t{1} << 40;  // saturates: the bounds are far below
-  std::vector<std::uint64_t> outer;                        // sizes of the enclosing groups so far
-  std::uint64_t size = 0;                                  // of the current group so far
-  std::uint64_t last = 0;                                  // of the atom or group just closed
+  std::vector<std::uint64_t> outer;                       // sizes of the enclosing groups so far
+  std::uint64_t size = 0;                                 // of the current group so far
+  std::uint64_t last = 0;                                 // of the atom or group just closed
   for (std::size_t i = 0; i < source.size(); ++i) {
     const char c = source[i];
     if (c == '\\') {
@@ -317,10 +317,13 @@ std::string Error::ToString() const {
 }
 
 std::optional<std::chrono::milliseconds> ParseDuration(std::string_view s) {
-  struct Unit { std::string_view name; std::uint64_t ms; };
+  struct Unit {
+    std::string_view name;
+    std::uint64_t ms;
+  };
   // Order matters twice: the largest first (to enforce "largest first"), and "ms" before "m".
   static constexpr Unit kUnits[] = {{"w", 7 * 86400000ull}, {"d", 86400000ull}, {"h", 3600000ull},
-                                    {"m", 60000ull},        {"s", 1000ull},      {"ms", 1ull}};
+                                    {"m", 60000ull},        {"s", 1000ull},     {"ms", 1ull}};
   if (s.empty()) return std::nullopt;
   std::uint64_t total = 0;
   int last_unit = -1;
@@ -348,11 +351,13 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view s) {
 }
 
 std::optional<std::uint64_t> ParseSize(std::string_view s) {
-  struct Unit { std::string_view name; std::uint64_t mult; };
-  static constexpr Unit kUnits[] = {{"B", 1},
-                                    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-                                    {"kB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
-                                    {"TB", 1000000000000ull}};
+  struct Unit {
+    std::string_view name;
+    std::uint64_t mult;
+  };
+  static constexpr Unit kUnits[] = {
+      {"B", 1},        {"KiB", 1ull << 10}, {"MiB", 1ull << 20},   {"GiB", 1ull << 30},     {"TiB", 1ull << 40},
+      {"kB", 1000ull}, {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull}};
   std::size_t digits = 0;
   while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
   std::uint64_t n;
@@ -368,9 +373,7 @@ std::optional<std::uint64_t> ParseSize(std::string_view s) {
   return std::nullopt;
 }
 
-bool Pattern::FullMatch(std::string_view s) const {
-  return std::regex_match(s.begin(), s.end(), re);
-}
+bool Pattern::FullMatch(std::string_view s) const { return std::regex_match(s.begin(), s.end(), re); }
 
 std::string YamlReader::Join(const std::string& path, std::string_view key) {
   if (path.empty()) return std::string(key);
@@ -379,8 +382,8 @@ std::string YamlReader::Join(const std::string& path, std::string_view key) {
 
 std::string YamlReader::Where(const YAML::Node& at, const std::string& path) const {
   YAML::Mark m = at.Mark();
-  return file_ + ":" + std::to_string(m.line < 0 ? 0 : m.line + 1) + ":" + std::to_string(m.column < 0 ? 0 : m.column + 1) +
-         ": " + path;
+  return file_ + ":" + std::to_string(m.line < 0 ? 0 : m.line + 1) + ":" +
+         std::to_string(m.column < 0 ? 0 : m.column + 1) + ": " + path;
 }
 
 void YamlReader::Fail(const YAML::Node& at, const std::string& path, std::string message) {
@@ -446,18 +449,19 @@ void YamlReader::ReadDuration(const YAML::Node& map, const std::string& path, co
   if (!v.IsDefined()) return;
   auto d = ParseDuration(v.Scalar());
   if (!d) {
-    Fail(v, Join(path, key), "invalid duration \"" + v.Scalar() +
-                                 "\": want an integer and a unit (ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
+    Fail(v, Join(path, key),
+         "invalid duration \"" + v.Scalar() +
+             "\": want an integer and a unit (ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
     return;
   }
   if (*d < min) {
-    Fail(v, Join(path, key), "duration \"" + v.Scalar() + "\" is below the minimum of " +
-                                 std::to_string(min.count()) + "ms");
+    Fail(v, Join(path, key),
+         "duration \"" + v.Scalar() + "\" is below the minimum of " + std::to_string(min.count()) + "ms");
     return;
   }
   if (*d > max) {
-    Fail(v, Join(path, key), "duration \"" + v.Scalar() + "\" is above the maximum of " +
-                                 std::to_string(max.count() / 1000) + "s");
+    Fail(v, Join(path, key),
+         "duration \"" + v.Scalar() + "\" is above the maximum of " + std::to_string(max.count() / 1000) + "s");
     return;
   }
   *out = *d;
@@ -469,13 +473,14 @@ void YamlReader::ReadSize(const YAML::Node& map, const std::string& path, const 
   if (!v.IsDefined()) return;
   auto sz = ParseSize(v.Scalar());
   if (!sz) {
-    Fail(v, Join(path, key), "invalid size \"" + v.Scalar() +
-                                 "\": want bytes or an integer with B, KiB, MiB, GiB, TiB, kB, MB, GB or TB, e.g. 4KiB, 16MiB");
+    Fail(v, Join(path, key),
+         "invalid size \"" + v.Scalar() +
+             "\": want bytes or an integer with B, KiB, MiB, GiB, TiB, kB, MB, GB or TB, e.g. 4KiB, 16MiB");
     return;
   }
   if (*sz < min || *sz > max) {
-    Fail(v, Join(path, key), "size \"" + v.Scalar() + "\" is outside " + std::to_string(min) + ".." +
-                                 std::to_string(max) + " bytes");
+    Fail(v, Join(path, key),
+         "size \"" + v.Scalar() + "\" is outside " + std::to_string(min) + ".." + std::to_string(max) + " bytes");
     return;
   }
   *out = *sz;
@@ -506,8 +511,9 @@ void YamlReader::ReadUint(const YAML::Node& map, const std::string& path, const 
   if (!v.IsDefined()) return;
   std::uint64_t n;
   if (!ToU64(v.Scalar(), &n) || n < min || n > max) {
-    Fail(v, Join(path, key), "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                                 ", got \"" + v.Scalar() + "\"");
+    Fail(v, Join(path, key),
+         "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" + v.Scalar() +
+             "\"");
     return;
   }
   *out = n;

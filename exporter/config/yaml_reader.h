@@ -20,7 +20,7 @@ struct Error {
   std::string file;
   int line = 0;
   int column = 0;
-  std::string path;     // dotted key path, e.g. "devices.discovery_interval"; empty for syntax errors
+  std::string path;  // dotted key path, e.g. "devices.discovery_interval"; empty for syntax errors
   std::string message;
   // "file:line:col: path: message" (or "file:line:col: message" without a path).
   std::string ToString() const;
@@ -103,15 +103,15 @@ class YamlReader {
   bool CheckMap(const YAML::Node& node, const std::string& path, std::span<const std::string_view> known);
 
   // A duration from min to max inclusive (a maximum keeps timers far from overflow).
-  void ReadDuration(const YAML::Node& map, const std::string& path, const char* key,
-                    std::chrono::milliseconds* out, std::chrono::milliseconds min, std::chrono::milliseconds max);
-  void ReadSize(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out,
-                std::uint64_t min, std::uint64_t max);
+  void ReadDuration(const YAML::Node& map, const std::string& path, const char* key, std::chrono::milliseconds* out,
+                    std::chrono::milliseconds min, std::chrono::milliseconds max);
+  void ReadSize(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out, std::uint64_t min,
+                std::uint64_t max);
   void ReadBool(const YAML::Node& map, const std::string& path, const char* key, bool* out);
   void ReadString(const YAML::Node& map, const std::string& path, const char* key, std::string* out);
   // A decimal integer from min to max inclusive.
-  void ReadUint(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out,
-                std::uint64_t min, std::uint64_t max);
+  void ReadUint(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t* out, std::uint64_t min,
+                std::uint64_t max);
   // A number from 0 to 1 inclusive (a fraction, e.g. 0.5 = 50 %).
   void ReadRatio(const YAML::Node& map, const std::string& path, const char* key, double* out);
   // A list of strings.

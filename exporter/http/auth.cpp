@@ -241,8 +241,7 @@ bool BasicAuth::AcquireSlot(const std::string& source) {
     slot_cv_.notify_all();
   }
   auto pos = waiting_.end();
-  if (!turn.suspect)
-    pos = std::find_if(waiting_.begin(), waiting_.end(), [](const Turn* t) { return t->suspect; });
+  if (!turn.suspect) pos = std::find_if(waiting_.begin(), waiting_.end(), [](const Turn* t) { return t->suspect; });
   waiting_.insert(pos, &turn);
   // Bounded: a verifier that never returns must not keep request threads forever.
   const bool woke = slot_cv_.wait_for(lock, std::chrono::seconds(20), [&] { return turn.granted || turn.cancelled; });
@@ -339,15 +338,13 @@ std::size_t BasicAuth::cached() const {
 Handler RequireBasicAuth(std::shared_ptr<BasicAuth> auth, Handler next) {
   return [auth = std::move(auth), next = std::move(next)](const Request& req) -> Response {
     switch (auth->Check(req.Header("Authorization"), req.remote_addr)) {
-      case BasicAuth::Result::kOk:
-        return next(req);
+      case BasicAuth::Result::kOk: return next(req);
       case BasicAuth::Result::kBusy: {
         Response r{429, "text/plain; charset=utf-8", "too many authentication attempts, retry later\n", {}};
         r.headers.emplace_back("Retry-After", "1");
         return r;
       }
-      case BasicAuth::Result::kDenied:
-        break;
+      case BasicAuth::Result::kDenied: break;
     }
     Response r{401, "text/plain; charset=utf-8", "Unauthorized\n", {}};
     r.headers.emplace_back("WWW-Authenticate", "Basic");

@@ -94,7 +94,7 @@ class BasicAuth {
   mutable std::mutex mu_;  // guards users_, cache_ and verifications_
   std::unordered_set<std::string> cache_;
   std::uint64_t verifications_ = 0;
-  std::vector<int> user_costs_;                 // bcrypt cost per configured user, under mu_
+  std::vector<int> user_costs_;                       // bcrypt cost per configured user, under mu_
   std::vector<std::pair<int, std::string>> dummies_;  // cost -> dummy hash, under mu_
 
   struct Turn {
@@ -105,8 +105,8 @@ class BasicAuth {
   mutable std::mutex slot_mu_;  // guards the fields below
   std::condition_variable slot_cv_;
   bool slot_busy_ = false;
-  std::string slot_source_;     // whose check runs
-  std::deque<Turn*> waiting_;   // clean sources first, then suspects; each FIFO
+  std::string slot_source_;                             // whose check runs
+  std::deque<Turn*> waiting_;                           // clean sources first, then suspects; each FIFO
   std::unordered_map<std::string, unsigned> failures_;  // consecutive failed checks per source
 
   // bcrypt runs on a thread of its own at nice 10, so a flood of wrong passwords yields the CPU to

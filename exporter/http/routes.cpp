@@ -32,15 +32,16 @@ std::string LandingPage(const std::string& telemetry_path, const DeviceList& dev
   html += HtmlEscape(kVersion);
   html += " (revision ";
   html += HtmlEscape(kRevision);
-  html += ").</p>\n<p><a href=\"" + p + "\">Metrics</a> &middot; <a href=\"/-/healthy\">Health</a> &middot; "
+  html += ").</p>\n<p><a href=\"" + p +
+          "\">Metrics</a> &middot; <a href=\"/-/healthy\">Health</a> &middot; "
           "<a href=\"/-/ready\">Readiness</a></p>\n<h2>Devices</h2>\n";
   if (devices.empty()) {
     html += "<p>No block devices selected (see devices.include / devices.exclude in the configuration).</p>\n";
   } else {
     html += "<table>\n<tr><th>device</th><th>major:minor</th></tr>\n";
     for (const auto& d : devices)
-      html += "<tr><td>" + HtmlEscape(d.name) + "</td><td>" + std::to_string(d.major) + ":" +
-              std::to_string(d.minor) + "</td></tr>\n";
+      html += "<tr><td>" + HtmlEscape(d.name) + "</td><td>" + std::to_string(d.major) + ":" + std::to_string(d.minor) +
+              "</td></tr>\n";
     html += "</table>\n";
   }
   html += "</body>\n</html>\n";

@@ -39,8 +39,7 @@ std::optional<std::string_view> Request::Header(std::string_view name) const {
 std::optional<std::string> ToListeningPort(std::string_view address, std::string* error) {
   address = util::Trim(address);
   if (address.empty() || address.front() == '[') {
-    *error = "listen address \"" + std::string(address) +
-             "\": IPv6 is not supported; use an IPv4 address or \":PORT\"";
+    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported; use an IPv4 address or \":PORT\"";
     return std::nullopt;
   }
   auto colon = address.rfind(':');
@@ -293,8 +292,8 @@ struct Server::Impl {
     std::uint32_t ip = 0;  // network byte order
     void* tls = nullptr;
     State state = State::kHead;
-    std::string in;    // received, not yet parsed
-    std::string out;   // response being sent
+    std::string in;   // received, not yet parsed
+    std::string out;  // response being sent
     std::size_t out_off = 0;
     bool keep_after = false;
     bool head_started = false;  // a byte of the current request arrived
@@ -494,8 +493,7 @@ struct Server::Impl {
         if (c.events & EPOLLOUT) Want(c, EPOLLIN);
         if (!ReadSome(c)) return Close(id);
         return Parse(c, now);
-      case State::kWriting:
-        return Flush(c, now);
+      case State::kWriting: return Flush(c, now);
       case State::kLinger:
         if (!ReadSome(c)) return Close(id);
         return;

@@ -15,8 +15,7 @@ static_assert(static_cast<int>(ClientAuth::kNoClientCert) == DISKPROBE_NO_CLIENT
                   static_cast<int>(ClientAuth::kRequestClientCert) == DISKPROBE_REQUEST_CLIENT_CERT &&
                   static_cast<int>(ClientAuth::kRequireAnyClientCert) == DISKPROBE_REQUIRE_ANY_CLIENT_CERT &&
                   static_cast<int>(ClientAuth::kVerifyClientCertIfGiven) == DISKPROBE_VERIFY_CLIENT_CERT_IF_GIVEN &&
-                  static_cast<int>(ClientAuth::kRequireAndVerifyClientCert) ==
-                      DISKPROBE_REQUIRE_AND_VERIFY_CLIENT_CERT,
+                  static_cast<int>(ClientAuth::kRequireAndVerifyClientCert) == DISKPROBE_REQUIRE_AND_VERIFY_CLIENT_CERT,
               "http::ClientAuth and diskprobe_client_auth must agree");
 static_assert(kTlsWantRead == DISKPROBE_TLS_WANT_READ && kTlsWantWrite == DISKPROBE_TLS_WANT_WRITE &&
                   kTlsClosed == DISKPROBE_TLS_CLOSED && kTlsError == DISKPROBE_TLS_ERROR,
@@ -110,8 +109,9 @@ void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
     // The compat library names the key first ("key_file \"...\": ..."): put its place in the web
     // config in front, as every other web config error has (file:line:col: path: message).
     const std::string_view e = err;
-    const std::pair<std::string_view, const std::string*> keys[] = {
-        {"cert_file ", &tls.cert_file_at}, {"key_file ", &tls.key_file_at}, {"client_ca_file ", &tls.client_ca_file_at}};
+    const std::pair<std::string_view, const std::string*> keys[] = {{"cert_file ", &tls.cert_file_at},
+                                                                    {"key_file ", &tls.key_file_at},
+                                                                    {"client_ca_file ", &tls.client_ca_file_at}};
     *error = err;
     for (const auto& [key, at] : keys)
       if (e.substr(0, key.size()) == key && !at->empty()) *error = *at + ": " + std::string(e.substr(key.size()));

@@ -39,9 +39,9 @@ namespace diskprobe::http {
 // False with *error naming the directories tried or the failed check.
 bool LoadOpenSslCompat(std::string* error);
 
-// Builds a server SSL_CTX (loads the compat libraries first if needed) (returned as void* so that callers need no OpenSSL headers) from `tls`:
-// certificate chain, private key (checked against the certificate), protocol version bounds,
-// client certificate policy and CAs. nullptr with *error (file name and OpenSSL's reason) on failure.
+// Builds a server SSL_CTX (loads the compat libraries first if needed) (returned as void* so that callers need no
+// OpenSSL headers) from `tls`: certificate chain, private key (checked against the certificate), protocol version
+// bounds, client certificate policy and CAs. nullptr with *error (file name and OpenSSL's reason) on failure.
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error);
 void FreeSslContext(void* ctx);  // nullptr: no-op
 

@@ -22,12 +22,12 @@ struct Named {
 };
 
 constexpr Named kVersions[] = {{"TLS10", kTls10}, {"TLS11", kTls11}, {"TLS12", kTls12}, {"TLS13", kTls13}};
-constexpr Named kClientAuths[] = {{"NoClientCert", static_cast<int>(ClientAuth::kNoClientCert)},
-                                  {"RequestClientCert", static_cast<int>(ClientAuth::kRequestClientCert)},
-                                  {"RequireAnyClientCert", static_cast<int>(ClientAuth::kRequireAnyClientCert)},
-                                  {"VerifyClientCertIfGiven", static_cast<int>(ClientAuth::kVerifyClientCertIfGiven)},
-                                  {"RequireAndVerifyClientCert",
-                                   static_cast<int>(ClientAuth::kRequireAndVerifyClientCert)}};
+constexpr Named kClientAuths[] = {
+    {"NoClientCert", static_cast<int>(ClientAuth::kNoClientCert)},
+    {"RequestClientCert", static_cast<int>(ClientAuth::kRequestClientCert)},
+    {"RequireAnyClientCert", static_cast<int>(ClientAuth::kRequireAnyClientCert)},
+    {"VerifyClientCertIfGiven", static_cast<int>(ClientAuth::kVerifyClientCertIfGiven)},
+    {"RequireAndVerifyClientCert", static_cast<int>(ClientAuth::kRequireAndVerifyClientCert)}};
 
 template <std::size_t N>
 std::string NameList(const Named (&names)[N]) {
@@ -45,8 +45,8 @@ std::string_view NameOf(const Named (&names)[N], int value) {
 
 // Reads an enumerated scalar at map[key] into *out.
 template <std::size_t N>
-void ReadEnum(YamlReader& r, const YAML::Node& map, const std::string& path, const char* key,
-              const Named (&names)[N], int* out) {
+void ReadEnum(YamlReader& r, const YAML::Node& map, const std::string& path, const char* key, const Named (&names)[N],
+              int* out) {
   YAML::Node v = map[key];
   if (!v.IsDefined()) return;
   const std::string p = YamlReader::Join(path, key);
@@ -104,13 +104,14 @@ void RejectUnsupported(YamlReader& r, const YAML::Node& map, const std::string& 
 
 void ApplyTls(const YAML::Node& t, YamlReader& r, const std::string& base_dir, WebConfig* wc) {
   const std::string path = "tls_server_config";
-  if (!r.CheckMap(t, path,
-                  {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version",
-                   "cipher_suites", "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans",
-                   "cert", "key", "client_ca"}))
+  if (!r.CheckMap(
+          t, path,
+          {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version", "cipher_suites",
+           "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans", "cert", "key", "client_ca"}))
     return;
   if (!t.IsDefined() || t.IsNull()) return;  // "tls_server_config:" with nothing: plain HTTP, as the toolkit
-  RejectUnsupported(r, t, path, {"cert", "key", "client_ca"}, "give the PEM in a file (cert_file, key_file, client_ca_file)");
+  RejectUnsupported(r, t, path, {"cert", "key", "client_ca"},
+                    "give the PEM in a file (cert_file, key_file, client_ca_file)");
   RejectUnsupported(r, t, path, {"cipher_suites", "curve_preferences", "prefer_server_cipher_suites"},
                     "OpenSSL's defaults (Debian's system-wide policy) apply; remove the key");
   RejectUnsupported(r, t, path, {"client_allowed_sans"}, "restrict clients with client_ca_file instead");
@@ -137,8 +138,9 @@ void ApplyTls(const YAML::Node& t, YamlReader& r, const std::string& base_dir, W
                ", which verifies nothing; use VerifyClientCertIfGiven or RequireAndVerifyClientCert");
   }
   if (verifies && !t["client_ca_file"].IsDefined()) {
-    r.Fail(t["client_auth_type"], YamlReader::Join(path, "client_auth_type"),
-           std::string(NameOf(kClientAuths, auth)) + " needs client_ca_file (the CAs client certificates must chain to)");
+    r.Fail(
+        t["client_auth_type"], YamlReader::Join(path, "client_auth_type"),
+        std::string(NameOf(kClientAuths, auth)) + " needs client_ca_file (the CAs client certificates must chain to)");
   }
 
   ReadEnum(r, t, path, "min_version", kVersions, &tls.min_version);
@@ -190,7 +192,8 @@ void ApplyUsers(const YAML::Node& u, YamlReader& r, WebConfig* wc) {
     if (!v.IsScalar() || !IsBcryptHash(v.Scalar())) {
       r.Fail(v, p,
              "must be a bcrypt hash ($2a$, $2b$ or $2y$, cost 04-31, 60 characters), e.g. from "
-             "htpasswd -nBC 10 " + user);
+             "htpasswd -nBC 10 " +
+                 user);
       continue;
     }
     wc->users.emplace_back(user, v.Scalar());

@@ -46,16 +46,16 @@ struct TlsServerConfig {
   std::string key_file;        // PEM private key; resolved likewise
   std::string client_ca_file;  // PEM CA bundle for client certificates; empty when not set
   ClientAuth client_auth = ClientAuth::kNoClientCert;
-  int min_version = kTls12;    // the toolkit's default
-  int max_version = 0;         // 0: no upper bound
+  int min_version = kTls12;  // the toolkit's default
+  int max_version = 0;       // 0: no upper bound
   // "file:line:col: tls_server_config.<key>" of each file's key, so that an error found when
   // OpenSSL loads the file (a key that does not match the certificate) names its place too.
   std::string cert_file_at, key_file_at, client_ca_file_at;
 };
 
 struct WebConfig {
-  std::string source;                     // file the configuration came from
-  std::optional<TlsServerConfig> tls;     // nullopt: plain HTTP
+  std::string source;                  // file the configuration came from
+  std::optional<TlsServerConfig> tls;  // nullopt: plain HTTP
   // User name -> bcrypt hash, in document order. Empty: no authentication.
   std::vector<std::pair<std::string, std::string>> users;
 };

@@ -20,17 +20,17 @@ inline constexpr std::uint64_t kSectorBytes = 512;
 struct BlockStat {
   int field_count = 0;  // 11, 15, 17 (or more on a future kernel; extra fields ignored)
   // Fields 1-11 (always present).
-  std::uint64_t read_ios = 0;         // requests completed
+  std::uint64_t read_ios = 0;  // requests completed
   std::uint64_t read_merges = 0;
-  std::uint64_t read_sectors = 0;     // 512-byte sectors
+  std::uint64_t read_sectors = 0;  // 512-byte sectors
   std::uint64_t read_ticks_ms = 0;
   std::uint64_t write_ios = 0;
   std::uint64_t write_merges = 0;
   std::uint64_t write_sectors = 0;
   std::uint64_t write_ticks_ms = 0;
-  std::uint64_t in_flight = 0;        // requests in flight now (a gauge)
-  std::uint64_t io_ticks_ms = 0;      // time the device had I/O in flight
-  std::uint64_t time_in_queue_ms = 0; // weighted: sum of the time each request spent
+  std::uint64_t in_flight = 0;         // requests in flight now (a gauge)
+  std::uint64_t io_ticks_ms = 0;       // time the device had I/O in flight
+  std::uint64_t time_in_queue_ms = 0;  // weighted: sum of the time each request spent
   // Fields 12-15 (kernel 4.18+).
   std::optional<std::uint64_t> discard_ios, discard_merges, discard_sectors, discard_ticks_ms;
   // Fields 16-17 (kernel 5.5+).
@@ -45,7 +45,8 @@ std::optional<BlockStat> ParseBlockStat(std::string_view text);
 struct DiskstatsLine {
   unsigned major = 0;
   unsigned minor = 0;
-  std::string name;  // kernel name; need not match sd*/mmcblk* (Synology: "sata1", https://github.com/henrygd/beszel/issues/365)
+  std::string name;  // kernel name; need not match sd*/mmcblk* (Synology: "sata1",
+                     // https://github.com/henrygd/beszel/issues/365)
   BlockStat stat;
 };
 

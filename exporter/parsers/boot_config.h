@@ -44,76 +44,76 @@ namespace diskprobe::parsers {
 using BootFileLoader = std::function<std::optional<std::string>(std::string_view path)>;
 
 struct BootConfigInput {
-    // Board to evaluate model filters for (from ParseBoardModel). nullopt or
-    // a board without config_filters: every model filter is unevaluated.
-    std::optional<BoardModel> board;
-    BootFileLoader load_file;           // empty: includes are reported, not followed
-    std::string file_name = "config.txt";  // name used in diagnostics and loop detection
-    unsigned max_include_depth = 8;
+  // Board to evaluate model filters for (from ParseBoardModel). nullopt or
+  // a board without config_filters: every model filter is unevaluated.
+  std::optional<BoardModel> board;
+  BootFileLoader load_file;              // empty: includes are reported, not followed
+  std::string file_name = "config.txt";  // name used in diagnostics and loop detection
+  unsigned max_include_depth = 8;
 };
 
 struct BootConfigLocation {
-    std::string file;
-    unsigned line = 0;  // 1-based
+  std::string file;
+  unsigned line = 0;  // 1-based
 };
 
 struct BootOverlay {
-    std::string name;
-    std::vector<std::pair<std::string, std::string>> params;  // in order, bare name -> "on"
-    BootConfigLocation where;
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;  // in order, bare name -> "on"
+  BootConfigLocation where;
 };
 
 struct BootSection {
-    std::string header;   // as written, without brackets: "pi4", "HDMI:0", "all"
-    BootConfigLocation where;
-    // Whether lines after this header (until the next header) apply:
-    // "yes", "no", or "unknown" (not evaluated; see `unevaluated`).
-    std::string applies;
+  std::string header;  // as written, without brackets: "pi4", "HDMI:0", "all"
+  BootConfigLocation where;
+  // Whether lines after this header (until the next header) apply:
+  // "yes", "no", or "unknown" (not evaluated; see `unevaluated`).
+  std::string applies;
 };
 
 struct BootUnevaluated {
-    std::string header;                  // the filter that could not be evaluated
-    std::string reason;
-    BootConfigLocation where;
-    std::vector<std::string> skipped_lines;  // settings not applied because of it
+  std::string header;  // the filter that could not be evaluated
+  std::string reason;
+  BootConfigLocation where;
+  std::vector<std::string> skipped_lines;  // settings not applied because of it
 };
 
 struct BootDiagnostic {
-    // "unparsed_line" (no '=' and not a known space-separated command),
-    // "include_missing", "include_loop", "include_depth", "include_not_followed"
-    // (no loader), "bad_value" (e.g. a non-integer sd_overclock).
-    std::string kind;
-    std::string message;
-    BootConfigLocation where;
+  // "unparsed_line" (no '=' and not a known space-separated command),
+  // "include_missing", "include_loop", "include_depth", "include_not_followed"
+  // (no loader), "bad_value" (e.g. a non-integer sd_overclock).
+  std::string kind;
+  std::string message;
+  BootConfigLocation where;
 };
 
 struct BootConfig {
-    // Plain key=value settings in force (last assignment wins). Keys keep
-    // their ":N" suffix ("hdmi_mode:0"). dtparam/dtoverlay are not in here.
-    std::map<std::string, std::string> settings;
-    // Base device-tree parameters in force (last wins).
-    std::map<std::string, std::string> dtparams;
-    // Overlays loaded, in order, with their own and following-dtparam params.
-    std::vector<BootOverlay> overlays;
+  // Plain key=value settings in force (last assignment wins). Keys keep
+  // their ":N" suffix ("hdmi_mode:0"). dtparam/dtoverlay are not in here.
+  std::map<std::string, std::string> settings;
+  // Base device-tree parameters in force (last wins).
+  std::map<std::string, std::string> dtparams;
+  // Overlays loaded, in order, with their own and following-dtparam params.
+  std::vector<BootOverlay> overlays;
 
-    // SD-related settings in force: base dtparams named sd_*, the
-    // sdhost/sdtweak overlay params under their base names (overclock_50 ->
-    // sd_overclock, poll_once -> sd_poll_once ...), "sd_overlay" (sdhost or
-    // sdtweak when loaded), enable_uart, core_freq, core_freq_min,
-    // avoid_pwm_pll.
-    std::map<std::string, std::string> sd_settings;
-    // Effective SD overclock request in Hz (sd_overclock / overclock_50 are in
-    // MHz). Absent when not set, 0, or not an integer (then a bad_value
-    // diagnostic). It is a ceiling: the real clock is an integer divider of
-    // the core clock (see mmc ios "actual clock"), and Pi 4/5 ignore it
-    // (BoardModel::sd_overclock_applies).
-    std::optional<std::uint64_t> sd_overclock_hz;
-    std::optional<BootConfigLocation> sd_overclock_where;
+  // SD-related settings in force: base dtparams named sd_*, the
+  // sdhost/sdtweak overlay params under their base names (overclock_50 ->
+  // sd_overclock, poll_once -> sd_poll_once ...), "sd_overlay" (sdhost or
+  // sdtweak when loaded), enable_uart, core_freq, core_freq_min,
+  // avoid_pwm_pll.
+  std::map<std::string, std::string> sd_settings;
+  // Effective SD overclock request in Hz (sd_overclock / overclock_50 are in
+  // MHz). Absent when not set, 0, or not an integer (then a bad_value
+  // diagnostic). It is a ceiling: the real clock is an integer divider of
+  // the core clock (see mmc ios "actual clock"), and Pi 4/5 ignore it
+  // (BoardModel::sd_overclock_applies).
+  std::optional<std::uint64_t> sd_overclock_hz;
+  std::optional<BootConfigLocation> sd_overclock_where;
 
-    std::vector<std::string> files;          // files read, in order (config.txt first)
-    std::vector<BootSection> sections;       // every header seen, in order
-    std::vector<BootUnevaluated> unevaluated;
-    std::vector<BootDiagnostic> diagnostics;
+  std::vector<std::string> files;     // files read, in order (config.txt first)
+  std::vector<BootSection> sections;  // every header seen, in order
+  std::vector<BootUnevaluated> unevaluated;
+  std::vector<BootDiagnostic> diagnostics;
 };
 
 // Parse and evaluate. Never fails as a whole: problems are diagnostics.

@@ -55,8 +55,8 @@ std::optional<std::string> ParseExt4String(std::string_view contents) {
 
 std::string_view Ext4ErrcodeName(unsigned code) {
   static constexpr std::array<std::string_view, 18> kNames{
-      "",       "UNKNOWN", "EIO",   "ENOMEM", "EFSBADCRC", "EFSCORRUPTED", "ENOSPC",    "ENOKEY",    "EROFS",
-      "EFBIG",  "EEXIST",  "ERANGE", "EOVERFLOW", "EBUSY", "ENOTDIR",     "ENOTEMPTY", "ESHUTDOWN", "EFAULT"};
+      "",      "UNKNOWN", "EIO",    "ENOMEM",    "EFSBADCRC", "EFSCORRUPTED", "ENOSPC",    "ENOKEY",    "EROFS",
+      "EFBIG", "EEXIST",  "ERANGE", "EOVERFLOW", "EBUSY",     "ENOTDIR",      "ENOTEMPTY", "ESHUTDOWN", "EFAULT"};
   return code < kNames.size() ? kNames[code] : std::string_view();
 }
 

@@ -18,10 +18,9 @@ namespace diskprobe::parsers {
 // lack all but errors_count/first_error_time/last_error_time; *_errcode arrived in 5.6,
 // warning_count/msg_count in 5.x: missing files are simply absent.
 inline constexpr std::array<std::string_view, 15> kExt4ErrorAttributes{
-    "errors_count",       "first_error_time", "first_error_func",  "first_error_line",
-    "first_error_ino",    "first_error_block", "first_error_errcode", "last_error_time",
-    "last_error_func",    "last_error_line",  "last_error_ino",    "last_error_block",
-    "last_error_errcode", "warning_count",    "msg_count",
+    "errors_count",      "first_error_time",    "first_error_func",   "first_error_line", "first_error_ino",
+    "first_error_block", "first_error_errcode", "last_error_time",    "last_error_func",  "last_error_line",
+    "last_error_ino",    "last_error_block",    "last_error_errcode", "warning_count",    "msg_count",
 };
 
 // Unsigned decimal attribute ("%u\n", "%llu\n"), surrounding whitespace allowed.
@@ -45,12 +44,12 @@ std::string_view Ext4ErrcodeName(unsigned code);
 // One of the two error records the superblock keeps. Zero values mean "not recorded" on disk and
 // are absent here (block 0 included: ext4 stores 0 when the error had no block).
 struct Ext4ErrorRecord {
-  std::optional<std::int64_t> time;       // epoch seconds
-  std::optional<std::string> function;    // e.g. "ext4_journal_check_start"
+  std::optional<std::int64_t> time;     // epoch seconds
+  std::optional<std::string> function;  // e.g. "ext4_journal_check_start"
   std::optional<std::uint32_t> line;
   std::optional<std::uint64_t> inode;
   std::optional<std::uint64_t> block;
-  std::optional<unsigned> errcode;        // EXT4_ERR_* (see Ext4ErrcodeName), not an errno
+  std::optional<unsigned> errcode;  // EXT4_ERR_* (see Ext4ErrcodeName), not an errno
 };
 
 struct Ext4Errors {

@@ -43,8 +43,8 @@ std::string_view TakeUntilAny(std::string_view& s, std::string_view stops) {
 bool IsDeviceName(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s) {
-    bool ok = IsDigit(c) || IsLower(c) || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.' ||
-              c == '!' || c == ':';
+    bool ok =
+        IsDigit(c) || IsLower(c) || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.' || c == '!' || c == ':';
     if (!ok) return false;
   }
   return true;
@@ -103,8 +103,7 @@ constexpr std::array<SuppressedSource, 6> kSuppressedSources{{
 
 std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
   constexpr std::string_view kTail = " callbacks suppressed";
-  if (message.size() <= kTail.size() || message.substr(message.size() - kTail.size()) != kTail)
-    return std::nullopt;
+  if (message.size() <= kTail.size() || message.substr(message.size() - kTail.size()) != kTail) return std::nullopt;
   std::string_view head = message.substr(0, message.size() - kTail.size());
   std::size_t sep = head.rfind(": ");
   if (sep == std::string_view::npos) return std::nullopt;
@@ -133,8 +132,8 @@ std::optional<KmsgEvent> ClassifyBlockError(std::string_view message) {
   std::string_view name = message.substr(0, at);
   std::size_t sep = name.rfind(": ");
   if (sep != std::string_view::npos) name.remove_prefix(sep + 2);
-  static constexpr std::array<std::string_view, 4> kIgnored{
-      "operation not supported", "reservation conflict", "critical space allocation", "zone"};
+  static constexpr std::array<std::string_view, 4> kIgnored{"operation not supported", "reservation conflict",
+                                                            "critical space allocation", "zone"};
   for (std::string_view ignored : kIgnored)
     if (name.starts_with(ignored)) return std::nullopt;
   std::string_view rest = message.substr(at + kMarker.size());
@@ -317,8 +316,7 @@ std::string DecodeKmsgEscapes(std::string_view text) {
 std::optional<KmsgRecord> ParseKmsgRecord(std::string_view record) {
   std::size_t semi = record.find(';');
   std::size_t first_nl = record.find('\n');
-  if (semi == std::string_view::npos || (first_nl != std::string_view::npos && first_nl < semi))
-    return std::nullopt;
+  if (semi == std::string_view::npos || (first_nl != std::string_view::npos && first_nl < semi)) return std::nullopt;
   std::string_view prefix = record.substr(0, semi);
   std::array<std::string_view, 4> fields;
   std::size_t n = 0;
@@ -388,8 +386,7 @@ std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value) {
       d.name = std::string(rest.substr(colon + 1));
       return d;
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -435,8 +432,7 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
     case 'm':
       if (message.starts_with("mmc")) return ClassifyMmc(message);
       break;
-    default:
-      break;
+    default: break;
   }
   if (Contains(message, " callbacks suppressed")) return ClassifySuppressed(message);
   if (Contains(message, " error, dev ")) return ClassifyBlockError(message);
@@ -470,8 +466,7 @@ std::string DiskOfPartition(std::string_view name) {
 
 std::string JournalDevice(std::string_view journal_name) {
   std::size_t dash = journal_name.rfind('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 == journal_name.size())
-    return std::string(journal_name);
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == journal_name.size()) return std::string(journal_name);
   std::string_view inode = journal_name.substr(dash + 1);
   for (char c : inode)
     if (!IsDigit(c)) return std::string(journal_name);
@@ -484,12 +479,9 @@ std::string JournalDevice(std::string_view journal_name) {
 std::optional<Ext4Message> ParseExt4Message(std::string_view message) {
   std::string_view rest = message;
   Ext4Message m;
-  if (ConsumePrefix(rest, "EXT4-fs error (device "))
-    m.level = "error";
-  else if (ConsumePrefix(rest, "EXT4-fs warning (device "))
-    m.level = "warning";
-  else
-    return std::nullopt;
+  if (ConsumePrefix(rest, "EXT4-fs error (device ")) m.level = "error";
+  else if (ConsumePrefix(rest, "EXT4-fs warning (device ")) m.level = "warning";
+  else return std::nullopt;
   std::string_view dev = TakeUntilAny(rest, ")");
   if (!IsDeviceName(dev) || !ConsumePrefix(rest, ")")) return std::nullopt;
   m.device = std::string(dev);
@@ -554,12 +546,9 @@ std::optional<Ext4ErrorSummary> ParseExt4ErrorSummary(std::string_view message) 
     s.error_count = *count;
     return s;
   }
-  if (ConsumePrefix(rest, "initial error at "))
-    s.type = Ext4ErrorSummary::Type::kFirstError;
-  else if (ConsumePrefix(rest, "last error at "))
-    s.type = Ext4ErrorSummary::Type::kLastError;
-  else
-    return std::nullopt;
+  if (ConsumePrefix(rest, "initial error at ")) s.type = Ext4ErrorSummary::Type::kFirstError;
+  else if (ConsumePrefix(rest, "last error at ")) s.type = Ext4ErrorSummary::Type::kLastError;
+  else return std::nullopt;
   ConsumePrefix(rest, "time ");
   auto time = TakeNumber<std::int64_t>(rest);
   if (!time || !ConsumePrefix(rest, ": ")) return std::nullopt;

@@ -15,16 +15,16 @@ namespace diskprobe::parsers {
 // followed by zero or more dictionary lines " KEY=value\n" (SUBSYSTEM=, DEVICE=, ...).
 // Source of truth: Documentation/ABI/testing/dev-kmsg (kernel 3.5+).
 struct KmsgRecord {
-  int facility = 0;             // prio >> 3 (0 = kernel; userspace writes to /dev/kmsg are never 0)
-  int level = 0;                // prio & 7 (0 emerg .. 7 debug)
-  std::uint64_t seq = 0;        // sequence number; a gap between two reads means lost records
+  int facility = 0;                // prio >> 3 (0 = kernel; userspace writes to /dev/kmsg are never 0)
+  int level = 0;                   // prio & 7 (0 emerg .. 7 debug)
+  std::uint64_t seq = 0;           // sequence number; a gap between two reads means lost records
   std::uint64_t timestamp_us = 0;  // CLOCK_MONOTONIC at log time, microseconds
   // 'c': this record is a fragment of a line continued by later records.
   bool fragment = false;
   // '+': continuation of the previous fragment. Kernels before 4.9 only
   // (printk commit 5aa068ea4082 "remove games with previous record flags" made every fragment 'c').
   bool continuation = false;
-  std::string message;          // text with \xNN escapes decoded (may contain '\n' from \x0a)
+  std::string message;  // text with \xNN escapes decoded (may contain '\n' from \x0a)
   // Dictionary lines in order, key and decoded value, e.g. {"DEVICE", "b179:0"}.
   std::vector<std::pair<std::string, std::string>> properties;
 
@@ -43,10 +43,10 @@ std::string DecodeKmsgEscapes(std::string_view text);
 // The DEVICE= dictionary value: "b179:0" (block major:minor), "c4:1" (char), "n2" (netdev
 // ifindex) or "+subsystem:name". Source: Documentation/ABI/testing/dev-kmsg.
 struct KmsgDevice {
-  char type = 0;                 // 'b', 'c', 'n' or '+'
-  unsigned major = 0, minor = 0; // 'b' and 'c'
-  unsigned ifindex = 0;          // 'n'
-  std::string subsystem, name;   // '+'
+  char type = 0;                  // 'b', 'c', 'n' or '+'
+  unsigned major = 0, minor = 0;  // 'b' and 'c'
+  unsigned ifindex = 0;           // 'n'
+  std::string subsystem, name;    // '+'
 };
 std::optional<KmsgDevice> ParseKmsgDevice(std::string_view value);
 
@@ -81,8 +81,8 @@ struct KmsgEvent {
   // the N messages to the device of the next event of the same kind (the message that follows),
   // or counts them with an empty device if none follows.
   bool suppressed = false;
-  std::optional<int> error;            // negative errno when the line carries one (-110, -84, -5)
-  std::optional<std::uint64_t> sector; // 512-byte sector of block-layer errors
+  std::optional<int> error;             // negative errno when the line carries one (-110, -84, -5)
+  std::optional<std::uint64_t> sector;  // 512-byte sector of block-layer errors
 };
 
 // Classifies one decoded message (KmsgRecord::message, or a dmesg line without its
@@ -111,16 +111,16 @@ std::string JournalDevice(std::string_view journal_name);
 //   "EXT4-fs warning (device D): func:line: text"
 // Source: fs/ext4/super.c __ext4_error*, __ext4_warning*.
 struct Ext4Message {
-  std::string level;      // "error" or "warning"
-  std::string device;     // as logged (partition), e.g. "mmcblk0p2"
-  std::string function;   // e.g. "ext4_find_extent"
+  std::string level;     // "error" or "warning"
+  std::string device;    // as logged (partition), e.g. "mmcblk0p2"
+  std::string function;  // e.g. "ext4_find_extent"
   std::uint32_t line = 0;
   std::optional<std::uint64_t> inode;
   std::optional<std::uint64_t> block;
   // Task name. It may contain spaces and ':' (rsyslog's "rs:main Q:Reg"), so it ends at the
   // first ": " after "comm " - a comm that itself contains ": " is split wrongly (not seen).
   std::optional<std::string> comm;
-  std::string detail;     // remaining free text
+  std::string detail;  // remaining free text
 };
 std::optional<Ext4Message> ParseExt4Message(std::string_view message);
 
@@ -134,8 +134,8 @@ struct Ext4ErrorSummary {
   enum class Type { kErrorCount, kFirstError, kLastError };
   Type type = Type::kErrorCount;
   std::string device;
-  std::uint64_t error_count = 0;     // error_count only
-  std::int64_t time = 0;             // first_error / last_error
+  std::uint64_t error_count = 0;  // error_count only
+  std::int64_t time = 0;          // first_error / last_error
   std::string function;
   std::uint32_t line = 0;
   std::optional<std::uint64_t> inode;

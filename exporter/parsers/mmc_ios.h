@@ -20,30 +20,30 @@ namespace diskprobe::parsers {
 // Codes are the kernel's enum values (include/linux/mmc/host.h); the *_name
 // strings are the kernel's words in parentheses, as printed.
 struct MmcIos {
-    // Requested bus clock (ios->clock). 0 is a real value: card
-    // runtime-suspended or powered off, not "no card" (tests/fixtures/samples/ios/12).
-    std::optional<std::uint64_t> clock_hz;
-    // What the host controller delivers; absent when the line is absent.
-    std::optional<std::uint64_t> actual_clock_hz;
-    std::optional<unsigned> vdd_code;              // OCR bit number, 0 when off
-    std::optional<double> vdd_min_volts;           // from "(3.3 ~ 3.4 V)" / "(1.65 - 1.95 V)"
-    std::optional<double> vdd_max_volts;           // both empty for "(invalid)"
-    std::optional<unsigned> bus_mode;              // 1 open drain, 2 push-pull
-    std::optional<std::string> bus_mode_name;
-    std::optional<unsigned> chip_select;           // 0 don't care, 1 active high, 2 active low
-    std::optional<std::string> chip_select_name;
-    std::optional<unsigned> power_mode;            // 0 off, 1 up, 2 on
-    std::optional<std::string> power_mode_name;
-    std::optional<unsigned> bus_width_code;        // 0, 2, 3
-    std::optional<unsigned> bus_width_bits;        // 1, 4, 8 (= 1 << code)
-    std::optional<unsigned> timing_code;           // MMC_TIMING_*: 0 legacy .. 10 HS400
-    std::optional<std::string> timing_name;        // e.g. "sd uhs SDR104"
-    std::optional<unsigned> signal_voltage_code;   // 0 3.3 V, 1 1.8 V, 2 1.2 V
-    std::optional<double> signal_voltage_volts;    // parsed from "(3.30 V)"
-    std::optional<unsigned> driver_type_code;      // 0 B, 1 A, 2 C, 3 D
-    std::optional<char> driver_type;               // 'A'..'D' from "(driver type B)"
-    // Lines that did not parse (unknown key or malformed value), verbatim.
-    std::vector<std::string> unparsed_lines;
+  // Requested bus clock (ios->clock). 0 is a real value: card
+  // runtime-suspended or powered off, not "no card" (tests/fixtures/samples/ios/12).
+  std::optional<std::uint64_t> clock_hz;
+  // What the host controller delivers; absent when the line is absent.
+  std::optional<std::uint64_t> actual_clock_hz;
+  std::optional<unsigned> vdd_code;     // OCR bit number, 0 when off
+  std::optional<double> vdd_min_volts;  // from "(3.3 ~ 3.4 V)" / "(1.65 - 1.95 V)"
+  std::optional<double> vdd_max_volts;  // both empty for "(invalid)"
+  std::optional<unsigned> bus_mode;     // 1 open drain, 2 push-pull
+  std::optional<std::string> bus_mode_name;
+  std::optional<unsigned> chip_select;  // 0 don't care, 1 active high, 2 active low
+  std::optional<std::string> chip_select_name;
+  std::optional<unsigned> power_mode;  // 0 off, 1 up, 2 on
+  std::optional<std::string> power_mode_name;
+  std::optional<unsigned> bus_width_code;       // 0, 2, 3
+  std::optional<unsigned> bus_width_bits;       // 1, 4, 8 (= 1 << code)
+  std::optional<unsigned> timing_code;          // MMC_TIMING_*: 0 legacy .. 10 HS400
+  std::optional<std::string> timing_name;       // e.g. "sd uhs SDR104"
+  std::optional<unsigned> signal_voltage_code;  // 0 3.3 V, 1 1.8 V, 2 1.2 V
+  std::optional<double> signal_voltage_volts;   // parsed from "(3.30 V)"
+  std::optional<unsigned> driver_type_code;     // 0 B, 1 A, 2 C, 3 D
+  std::optional<char> driver_type;              // 'A'..'D' from "(driver type B)"
+  // Lines that did not parse (unknown key or malformed value), verbatim.
+  std::vector<std::string> unparsed_lines;
 };
 
 // Parse the whole file. Tabs or spaces after the colon, trailing whitespace

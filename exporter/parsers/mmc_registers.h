@@ -40,23 +40,23 @@ std::uint8_t Crc7(const std::uint8_t* bytes, std::size_t n);
 // MMC: JESD84-B51 section 7.2; kernel mmc.c mmc_decode_cid (CSD SPEC_VERS >= 2
 //      layout only: MMC 1.x cards with 24-bit MID are not supported).
 struct Cid {
-    CardLayout layout = CardLayout::kSd;
-    std::uint8_t manfid = 0;        // MID
-    std::uint16_t oemid = 0;        // OID: 16 bits on SD, 8 bits on MMC
-    std::string oemid_text;         // OID as ASCII when every byte is printable, else ""
-    std::string name;               // PNM raw: 5 chars SD, 6 chars MMC (trailing pad kept)
-    std::uint8_t prv = 0;           // PRV raw byte, BCD n.m
-    unsigned prv_major = 0;         // n (kernel sysfs: hwrev on SD)
-    unsigned prv_minor = 0;         // m (kernel sysfs: fwrev on SD)
-    std::uint32_t serial = 0;       // PSN
-    unsigned year = 0;              // MDT year, see DecodeCid for the rules
-    unsigned month = 0;             // MDT month 1..12 (0 or >12 means garbage)
-    std::optional<std::uint8_t> mmc_cbx;  // MMC only: 0 removable, 1 BGA, 2 POP
-    std::uint8_t crc_byte = 0;      // last byte as given: CRC7 << 1 | 1, or 0x00
-    // nullopt when the host stripped the CRC (last byte 0x00, most SDHCI hosts);
-    // otherwise whether CRC7 over bytes 0..14 matches and the end bit is 1.
-    std::optional<bool> crc_ok;
-    bool DateValid() const { return month >= 1 && month <= 12; }
+  CardLayout layout = CardLayout::kSd;
+  std::uint8_t manfid = 0;              // MID
+  std::uint16_t oemid = 0;              // OID: 16 bits on SD, 8 bits on MMC
+  std::string oemid_text;               // OID as ASCII when every byte is printable, else ""
+  std::string name;                     // PNM raw: 5 chars SD, 6 chars MMC (trailing pad kept)
+  std::uint8_t prv = 0;                 // PRV raw byte, BCD n.m
+  unsigned prv_major = 0;               // n (kernel sysfs: hwrev on SD)
+  unsigned prv_minor = 0;               // m (kernel sysfs: fwrev on SD)
+  std::uint32_t serial = 0;             // PSN
+  unsigned year = 0;                    // MDT year, see DecodeCid for the rules
+  unsigned month = 0;                   // MDT month 1..12 (0 or >12 means garbage)
+  std::optional<std::uint8_t> mmc_cbx;  // MMC only: 0 removable, 1 BGA, 2 POP
+  std::uint8_t crc_byte = 0;            // last byte as given: CRC7 << 1 | 1, or 0x00
+  // nullopt when the host stripped the CRC (last byte 0x00, most SDHCI hosts);
+  // otherwise whether CRC7 over bytes 0..14 matches and the end bit is 1.
+  std::optional<bool> crc_ok;
+  bool DateValid() const { return month >= 1 && month <= 12; }
 };
 
 // Decode a CID. SD date: 8-bit year offset from 2000, 4-bit month (12 bits).
@@ -66,8 +66,7 @@ struct Cid {
 // 2013..2025, 13..15 stay 2010..2012). Pass ext_csd_rev (sysfs `rev` on eMMC);
 // without it the 1997 base is used, as the kernel does before EXT_CSD is read.
 // Errors: bad hex, length != 16 bytes, all 0x00, all 0xFF.
-ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout,
-                            std::optional<unsigned> ext_csd_rev = std::nullopt);
+ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout, std::optional<unsigned> ext_csd_rev = std::nullopt);
 
 // The Pi 5 EEPROM bootloader logs "CID: 00<15 bytes>": the SDHCI response
 // without the CRC byte and with a leading 0x00 (tests/fixtures/samples/cid/08). Returns the
@@ -81,8 +80,8 @@ ParseResult<std::string> RealignPi5BootloaderCid(std::string_view line);
 // official public list exists, so this is best effort. Each row cites its
 // source in mmc_registers.cpp. nullopt when unknown.
 struct Manufacturer {
-    std::string_view name;
-    std::string_view source;
+  std::string_view name;
+  std::string_view source;
 };
 std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid);
 
@@ -98,20 +97,20 @@ std::vector<std::string> CidSuspicions(const Cid& cid);
 // (5.3.2 CSD v1.0, 5.3.3 CSD v2.0, 5.3.4 CSD v3.0 / SDUC); kernel sd.c
 // mmc_decode_csd. MMC: JESD84-B51 section 7.3; kernel mmc.c mmc_decode_csd.
 struct Csd {
-    CardLayout layout = CardLayout::kSd;
-    unsigned csd_structure = 0;           // SD: 0=v1, 1=v2 (SDHC/SDXC), 2=v3 (SDUC)
-    std::optional<unsigned> spec_vers;    // MMC only (SPEC_VERS, 4 = MMC 4.x+)
-    std::uint8_t taac = 0;
-    std::uint8_t nsac = 0;
-    std::uint8_t tran_speed = 0;          // raw TRAN_SPEED byte
-    std::optional<std::uint64_t> max_dtr_hz;  // decoded TRAN_SPEED, as kernel max_dtr
-    std::uint16_t ccc = 0;                // card command classes bitmap
-    unsigned read_bl_len = 0;             // log2 of max read block length
-    std::uint32_t c_size = 0;
-    std::optional<unsigned> c_size_mult;  // v1 SD and MMC only
-    // Capacity in bytes. nullopt on MMC when C_SIZE == 0xFFF (a >2 GiB
-    // sector-addressed device: the size is EXT_CSD SEC_COUNT, not in the CSD).
-    std::optional<std::uint64_t> capacity_bytes;
+  CardLayout layout = CardLayout::kSd;
+  unsigned csd_structure = 0;         // SD: 0=v1, 1=v2 (SDHC/SDXC), 2=v3 (SDUC)
+  std::optional<unsigned> spec_vers;  // MMC only (SPEC_VERS, 4 = MMC 4.x+)
+  std::uint8_t taac = 0;
+  std::uint8_t nsac = 0;
+  std::uint8_t tran_speed = 0;              // raw TRAN_SPEED byte
+  std::optional<std::uint64_t> max_dtr_hz;  // decoded TRAN_SPEED, as kernel max_dtr
+  std::uint16_t ccc = 0;                    // card command classes bitmap
+  unsigned read_bl_len = 0;                 // log2 of max read block length
+  std::uint32_t c_size = 0;
+  std::optional<unsigned> c_size_mult;  // v1 SD and MMC only
+  // Capacity in bytes. nullopt on MMC when C_SIZE == 0xFFF (a >2 GiB
+  // sector-addressed device: the size is EXT_CSD SEC_COUNT, not in the CSD).
+  std::optional<std::uint64_t> capacity_bytes;
 };
 
 // Errors: bad hex, length != 16, all 0x00/0xFF, SD CSD_STRUCTURE 3 (reserved).
@@ -122,24 +121,24 @@ ParseResult<Csd> DecodeCsd(std::string_view hex, CardLayout layout);
 // SD Configuration Register (SD only). Physical Layer Simplified Spec
 // section 5.6, table "Physical Layer Specification Version" for the version.
 struct Scr {
-    unsigned scr_structure = 0;
-    unsigned sd_spec = 0;
-    bool data_stat_after_erase = false;
-    unsigned sd_security = 0;   // 0 none, 2 SDSC 1.01, 3 SDHC 2.00, 4 SDXC 3.xx
-    unsigned sd_bus_widths = 0; // bit0 1-bit, bit2 4-bit
-    bool sd_spec3 = false;
-    unsigned ex_security = 0;
-    bool sd_spec4 = false;
-    unsigned sd_specx = 0;
-    unsigned cmd_support = 0;   // bit0 CMD20, bit1 CMD23, bit2 CMD48/49, bit3 CMD58/59
-    std::uint32_t manufacturer_reserved = 0;
-    // Physical layer version from (SD_SPEC, SD_SPEC3, SD_SPEC4, SD_SPECX):
-    // "1.0x", "1.10", "2.00", "3.0x", "4.xx", "5.xx" .. "9.xx"; nullopt for a
-    // combination the table does not define.
-    std::optional<std::string> spec_version;
-    std::optional<unsigned> spec_major;  // 1..9
-    bool BusWidth1Bit() const { return (sd_bus_widths & 0x1) != 0; }
-    bool BusWidth4Bit() const { return (sd_bus_widths & 0x4) != 0; }
+  unsigned scr_structure = 0;
+  unsigned sd_spec = 0;
+  bool data_stat_after_erase = false;
+  unsigned sd_security = 0;    // 0 none, 2 SDSC 1.01, 3 SDHC 2.00, 4 SDXC 3.xx
+  unsigned sd_bus_widths = 0;  // bit0 1-bit, bit2 4-bit
+  bool sd_spec3 = false;
+  unsigned ex_security = 0;
+  bool sd_spec4 = false;
+  unsigned sd_specx = 0;
+  unsigned cmd_support = 0;  // bit0 CMD20, bit1 CMD23, bit2 CMD48/49, bit3 CMD58/59
+  std::uint32_t manufacturer_reserved = 0;
+  // Physical layer version from (SD_SPEC, SD_SPEC3, SD_SPEC4, SD_SPECX):
+  // "1.0x", "1.10", "2.00", "3.0x", "4.xx", "5.xx" .. "9.xx"; nullopt for a
+  // combination the table does not define.
+  std::optional<std::string> spec_version;
+  std::optional<unsigned> spec_major;  // 1..9
+  bool BusWidth1Bit() const { return (sd_bus_widths & 0x1) != 0; }
+  bool BusWidth4Bit() const { return (sd_bus_widths & 0x4) != 0; }
 };
 
 // Errors: bad hex, length != 8 bytes, all 0x00/0xFF, SCR_STRUCTURE != 0.
@@ -151,30 +150,30 @@ ParseResult<Scr> DecodeScr(std::string_view hex);
 // (tables "SD Status", "Speed Class Code Field", "AU_SIZE Field",
 // "UHS_SPEED_GRADE", "Video Speed Class", "APP_PERF_CLASS").
 struct Ssr {
-    unsigned dat_bus_width = 0;      // bus width when ACMD13 ran (0 = 1-bit, 2 = 4-bit)
-    bool secured_mode = false;
-    std::uint16_t sd_card_type = 0;
-    std::uint32_t size_of_protected_area = 0;
-    unsigned speed_class_raw = 0;    // SPEED_CLASS code
-    unsigned performance_move = 0;   // MB/s
-    unsigned au_size = 0;            // code
-    unsigned erase_size = 0;
-    unsigned erase_timeout = 0;
-    unsigned erase_offset = 0;
-    unsigned uhs_speed_grade = 0;    // 0 none, 1 U1, 3 U3
-    unsigned uhs_au_size = 0;        // code, same table as AU_SIZE
-    unsigned video_speed_class = 0;  // 0, 6, 10, 30, 60, 90 (V6..V90)
-    unsigned vsc_au_size = 0;        // MB
-    std::uint32_t sus_addr = 0;
-    unsigned app_perf_class = 0;     // 0 none, 1 A1, 2 A2
-    unsigned performance_enhance = 0;
-    bool discard_support = false;
-    bool fule_support = false;
+  unsigned dat_bus_width = 0;  // bus width when ACMD13 ran (0 = 1-bit, 2 = 4-bit)
+  bool secured_mode = false;
+  std::uint16_t sd_card_type = 0;
+  std::uint32_t size_of_protected_area = 0;
+  unsigned speed_class_raw = 0;   // SPEED_CLASS code
+  unsigned performance_move = 0;  // MB/s
+  unsigned au_size = 0;           // code
+  unsigned erase_size = 0;
+  unsigned erase_timeout = 0;
+  unsigned erase_offset = 0;
+  unsigned uhs_speed_grade = 0;    // 0 none, 1 U1, 3 U3
+  unsigned uhs_au_size = 0;        // code, same table as AU_SIZE
+  unsigned video_speed_class = 0;  // 0, 6, 10, 30, 60, 90 (V6..V90)
+  unsigned vsc_au_size = 0;        // MB
+  std::uint32_t sus_addr = 0;
+  unsigned app_perf_class = 0;  // 0 none, 1 A1, 2 A2
+  unsigned performance_enhance = 0;
+  bool discard_support = false;
+  bool fule_support = false;
 
-    // Speed class as marketed (0, 2, 4, 6, 10); nullopt for a reserved code.
-    std::optional<unsigned> SpeedClass() const;
-    // AU size in bytes from the AU_SIZE/UHS_AU_SIZE code; nullopt for 0 (undefined).
-    static std::optional<std::uint64_t> AuSizeBytes(unsigned code);
+  // Speed class as marketed (0, 2, 4, 6, 10); nullopt for a reserved code.
+  std::optional<unsigned> SpeedClass() const;
+  // AU size in bytes from the AU_SIZE/UHS_AU_SIZE code; nullopt for 0 (undefined).
+  static std::optional<std::uint64_t> AuSizeBytes(unsigned code);
 };
 
 // Errors: bad hex, length != 64 bytes, all 0x00/0xFF.
@@ -186,17 +185,17 @@ ParseResult<Ssr> DecodeSsr(std::string_view hex);
 // EXT_CSD[268]/[269]): 0x01..0x0A = 0-10% .. 90-100% of life used,
 // 0x0B = exceeded, 0x00 = not defined (not "0 % used").
 struct LifeTimeEstimate {
-    enum class State { kNotDefined, kUsed, kExceeded, kReserved };
-    std::uint8_t raw = 0;
-    State state = State::kNotDefined;
-    std::optional<unsigned> used_percent_min;  // State::kUsed: 0,10..90; State::kExceeded: 100
-    std::optional<unsigned> used_percent_max;  // State::kUsed only: 10..100
+  enum class State { kNotDefined, kUsed, kExceeded, kReserved };
+  std::uint8_t raw = 0;
+  State state = State::kNotDefined;
+  std::optional<unsigned> used_percent_min;  // State::kUsed: 0,10..90; State::kExceeded: 100
+  std::optional<unsigned> used_percent_max;  // State::kUsed only: 10..100
 };
 LifeTimeEstimate DecodeLifeTimeEstimate(std::uint8_t raw);
 
 struct LifeTime {
-    LifeTimeEstimate type_a;  // SLC / pseudo-SLC area
-    LifeTimeEstimate type_b;  // MLC area
+  LifeTimeEstimate type_a;  // SLC / pseudo-SLC area
+  LifeTimeEstimate type_b;  // MLC area
 };
 // sysfs `life_time` (kernel mmc.c: "0x%02x 0x%02x\n", type A then type B).
 // Errors: not exactly two hex bytes.
@@ -206,8 +205,8 @@ ParseResult<LifeTime> ParseLifeTime(std::string_view text);
 // consumed; 0x01 normal, 0x02 warning (80 %), 0x03 urgent (90 %).
 enum class PreEolInfo { kNotDefined, kNormal, kWarning, kUrgent, kReserved };
 struct PreEol {
-    std::uint8_t raw = 0;
-    PreEolInfo state = PreEolInfo::kNotDefined;
+  std::uint8_t raw = 0;
+  PreEolInfo state = PreEolInfo::kNotDefined;
 };
 PreEol DecodePreEolInfo(std::uint8_t raw);
 // sysfs `pre_eol_info` ("0x%02x\n"). Errors: not one hex byte.

@@ -86,10 +86,8 @@ std::vector<MountInfo> ParseMountinfo(std::string_view text, std::size_t* bad_li
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     if (line.empty()) continue;
-    if (auto m = ParseMountinfoLine(line))
-      mounts.push_back(std::move(*m));
-    else
-      ++bad;
+    if (auto m = ParseMountinfoLine(line)) mounts.push_back(std::move(*m));
+    else ++bad;
   }
   if (bad_lines) *bad_lines = bad;
   return mounts;

@@ -15,14 +15,14 @@ namespace diskprobe::parsers {
 struct MountInfo {
   std::uint64_t mount_id = 0;
   std::uint64_t parent_id = 0;
-  unsigned major = 0, minor = 0;       // st_dev of the filesystem
-  std::string root;                    // decoded (octal escapes)
-  std::string mount_point;             // decoded: "\040" -> ' ', "\011" tab, "\012" newline, "\134" '\'
-  std::string mount_options;           // per-mount options, raw (see DecodeMountinfoEscapes)
+  unsigned major = 0, minor = 0;             // st_dev of the filesystem
+  std::string root;                          // decoded (octal escapes)
+  std::string mount_point;                   // decoded: "\040" -> ' ', "\011" tab, "\012" newline, "\134" '\'
+  std::string mount_options;                 // per-mount options, raw (see DecodeMountinfoEscapes)
   std::vector<std::string> optional_fields;  // "shared:1", "master:2", ... possibly none
-  std::string fstype;                  // decoded, e.g. "ext4", "fuse.sshfs"
-  std::string source;                  // decoded, e.g. "/dev/mmcblk0p2", "none"
-  std::string super_options;           // per-superblock options, raw
+  std::string fstype;                        // decoded, e.g. "ext4", "fuse.sshfs"
+  std::string source;                        // decoded, e.g. "/dev/mmcblk0p2", "none"
+  std::string super_options;                 // per-superblock options, raw
 };
 
 // Parses one line (trailing '\n' allowed). nullopt when fields are missing, numbers are bad or
@@ -43,9 +43,9 @@ std::string DecodeMountinfoEscapes(std::string_view text);
 bool HasMountOption(std::string_view options, std::string_view name);
 
 // Whether writes to the filesystem fail: "ro" in the per-mount OR the superblock options
-// (https://github.com/prometheus/node_exporter/issues/3157: super "ro" while the mount says "rw"), or "emergency_ro" in the
-// superblock options (Linux 6.15+, node_exporter PR 3717). "errors=remount-ro" is a policy, not
-// a state. Kernels 6.12-6.14 show neither after an ext4 error remount: see ext4_sysfs.h and kmsg.
+// (https://github.com/prometheus/node_exporter/issues/3157: super "ro" while the mount says "rw"), or "emergency_ro" in
+// the superblock options (Linux 6.15+, node_exporter PR 3717). "errors=remount-ro" is a policy, not a state.
+// Kernels 6.12-6.14 show neither after an ext4 error remount: see ext4_sysfs.h and kmsg.
 bool IsReadOnly(std::string_view mount_options, std::string_view super_options);
 
 }  // namespace diskprobe::parsers

@@ -14,18 +14,18 @@
 namespace diskprobe::parsers {
 
 struct Throttled {
-    std::uint32_t value = 0;
-    // Bits 0-3: active now.
-    bool under_voltage_now = false;        // bit 0
-    bool arm_freq_capped_now = false;      // bit 1
-    bool throttled_now = false;            // bit 2
-    bool soft_temp_limit_now = false;      // bit 3
-    // Bits 16-19: sticky, has occurred since boot.
-    bool under_voltage_occurred = false;   // bit 16
-    bool arm_freq_capped_occurred = false; // bit 17
-    bool throttled_occurred = false;       // bit 18
-    bool soft_temp_limit_occurred = false; // bit 19
-    std::uint32_t unknown_bits = 0;        // value & ~0x000f000f
+  std::uint32_t value = 0;
+  // Bits 0-3: active now.
+  bool under_voltage_now = false;    // bit 0
+  bool arm_freq_capped_now = false;  // bit 1
+  bool throttled_now = false;        // bit 2
+  bool soft_temp_limit_now = false;  // bit 3
+  // Bits 16-19: sticky, has occurred since boot.
+  bool under_voltage_occurred = false;    // bit 16
+  bool arm_freq_capped_occurred = false;  // bit 17
+  bool throttled_occurred = false;        // bit 18
+  bool soft_temp_limit_occurred = false;  // bit 19
+  std::uint32_t unknown_bits = 0;         // value & ~0x000f000f
 };
 
 Throttled DecodeThrottled(std::uint32_t value);
@@ -41,8 +41,8 @@ ParseResult<Throttled> ParseThrottled(std::string_view text);
 // moment: the "occurred" bits are often clear in "Voltage normalised" lines
 // and must not be read as history (tests/fixtures/samples/throttled/05).
 struct ThrottledLogEvent {
-    bool under_voltage_detected = false;  // false: "Voltage normalised"
-    Throttled flags;
+  bool under_voltage_detected = false;  // false: "Voltage normalised"
+  Throttled flags;
 };
 // nullopt when the line is not one of the two messages.
 std::optional<ThrottledLogEvent> ParseThrottledLogLine(std::string_view line);

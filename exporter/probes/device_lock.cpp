@@ -13,8 +13,7 @@
 
 namespace diskprobe::probes {
 
-DeviceLock DeviceLock::Acquire(const std::string& directory, const std::string& disk,
-                               std::chrono::milliseconds wait) {
+DeviceLock DeviceLock::Acquire(const std::string& directory, const std::string& disk, std::chrono::milliseconds wait) {
   DeviceLock l;
   l.path_ = util::JoinPath(directory, disk + ".lock");
   if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {

@@ -161,8 +161,8 @@ void DeviceWorker::Run() {
     const auto now = env_->Now();
     for (const Job& j : PlanJobs(plan)) {
       auto it = next.find(j);
-      fresh[j] = it != next.end() ? it->second
-                                  : FirstDue(now, plan.cfg->probes.For(plan.device.name)[j.kind].interval, rng_);
+      fresh[j] =
+          it != next.end() ? it->second : FirstDue(now, plan.cfg->probes.For(plan.device.name)[j.kind].interval, rng_);
     }
     next = std::move(fresh);
     if (next.empty()) {
@@ -179,7 +179,8 @@ void DeviceWorker::Run() {
     // The interval counts from the start of the run (busy check included), so the period is the
     // configured one.
     const auto& p = plan.cfg->probes;
-    next[job] = NextDue(started, env_->Now(), JitteredPeriod(p.For(plan.device.name)[job.kind].interval, p.jitter, rng_));
+    next[job] =
+        NextDue(started, env_->Now(), JitteredPeriod(p.For(plan.device.name)[job.kind].interval, p.jitter, rng_));
   }
   lock.unlock();
   runner_.CloseFiles();

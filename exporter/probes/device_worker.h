@@ -29,7 +29,7 @@ struct DeviceProbeSnapshot {
   std::string device;
   std::map<config::ProbeKind, probes::ProbeStats> probes;  // the kinds scheduled on this disk
   bool stalled = false;
-  std::optional<std::uint64_t> write_budget_remaining;      // set when write probes run here
+  std::optional<std::uint64_t> write_budget_remaining;  // set when write probes run here
 };
 
 // State of a configured write directory.
@@ -80,7 +80,7 @@ class DeviceWorker {
   std::vector<DirectorySnapshot> Directories() const;
 
  private:
-  void Run();  // the thread's loop, until RequestStop()
+  void Run();        // the thread's loop, until RequestStop()
   void InitStats();  // mu_ held
   void Bump() { generation_->fetch_add(1, std::memory_order_acq_rel); }
   bool StalledLocked() const;

@@ -25,12 +25,12 @@ namespace diskprobe::probes {
 // A raw device opened for reading: the job's open step.
 struct OpenedDevice {
   Fd fd;
-  bool opened = false;           // the node opened (direct is then known), whatever followed
-  bool direct = true;            // O_DIRECT (false: the node refused it, buffered reads follow)
-  std::uint64_t bytes = 0;       // its size
-  int logical_block = 512;       // BLKSSZGET
-  int error = 0;                 // errno of a failed open or size query (fd then invalid)
-  std::string refusal;           // set when the node is not the device (fd then invalid)
+  bool opened = false;      // the node opened (direct is then known), whatever followed
+  bool direct = true;       // O_DIRECT (false: the node refused it, buffered reads follow)
+  std::uint64_t bytes = 0;  // its size
+  int logical_block = 512;  // BLKSSZGET
+  int error = 0;            // errno of a failed open or size query (fd then invalid)
+  std::string refusal;      // set when the node is not the device (fd then invalid)
 };
 
 class Env {

@@ -50,9 +50,9 @@ std::int64_t MonotonicNs();
 
 // Outcome of one timed operation.
 struct OpResult {
-  int error = 0;              // 0 or errno
+  int error = 0;  // 0 or errno
   std::int64_t latency_ns = 0;
-  std::size_t bytes = 0;      // transferred
+  std::size_t bytes = 0;  // transferred
 };
 
 // pread/pwrite of exactly `len` bytes at `offset`, timed. A short transfer is an error (EIO for

@@ -30,8 +30,13 @@ JobResult JobRunner::Run(const WorkerPlan& plan, const Job& job, std::atomic<std
   const auto t0 = env_->Now();
   const config::ProbeSettings& settings = plan.cfg->probes.For(plan.device.name)[job.kind];
   JobResult r;
-  RunEnv renv{settings, op_started_ns, deadline_ns, rng, [&r](double secs) { r.delta.Observe(secs); },
-              [](std::uint64_t) { return false; }, [e = env_.get()] { return e->NowNs(); }};
+  RunEnv renv{settings,
+              op_started_ns,
+              deadline_ns,
+              rng,
+              [&r](double secs) { r.delta.Observe(secs); },
+              [](std::uint64_t) { return false; },
+              [e = env_.get()] { return e->NowNs(); }};
   switch (config::KindRow(job.kind).target) {
     case config::ProbeTarget::kRawDevice: RunRawDevice(plan, job, renv, &r); break;
     case config::ProbeTarget::kProbeFile: RunProbeFile(plan, job, renv, &r); break;
@@ -48,8 +53,10 @@ void JobRunner::Finish(const Job& job, const RunOutcome& out, JobResult* r) {
     if (!reported_corrupt_.insert({job.dir, c.offset}).second) continue;
     ++r->delta.corruptions;
     log::Error("probe file block corrupted: the card lost or damaged written data",
-               {{"device", device_}, {"file", util::JoinPath(job.dir, kProbeFileName)},
-                {"offset", std::to_string(c.offset)}, {"problem", c.problem}});
+               {{"device", device_},
+                {"file", util::JoinPath(job.dir, kProbeFileName)},
+                {"offset", std::to_string(c.offset)},
+                {"problem", c.problem}});
   }
   r->result = Classify(out);
   if (out.error != 0) {

@@ -38,20 +38,20 @@ struct Job {
 struct WorkerPlan {
   Device device;
   std::shared_ptr<const config::Config> cfg;
-  bool read_probes = false;             // raw-device kinds may run (the disk is monitored)
-  std::vector<std::string> write_dirs;  // probe directories on this disk
+  bool read_probes = false;                            // raw-device kinds may run (the disk is monitored)
+  std::vector<std::string> write_dirs;                 // probe directories on this disk
   bool operator==(const WorkerPlan&) const = default;  // cfg by identity: a reload is a change
 };
 
 // What one job produced.
 struct JobResult {
-  bool ran = true;                         // false: nothing to record (verify before any file exists)
+  bool ran = true;  // false: nothing to record (verify before any file exists)
   RunResult result = RunResult::kOk;
-  ProbeStats delta;                        // merged into the published statistics
-  std::optional<RunOutcome> outcome;       // a completed run: sets the last-run figures
-  double duration = 0;                     // wall seconds of the job
-  int direct = -1;                         // 1 O_DIRECT, 0 buffered, -1 not known
-  std::optional<bool> dir_ok;              // new state of the job's directory
+  ProbeStats delta;                               // merged into the published statistics
+  std::optional<RunOutcome> outcome;              // a completed run: sets the last-run figures
+  double duration = 0;                            // wall seconds of the job
+  int direct = -1;                                // 1 O_DIRECT, 0 buffered, -1 not known
+  std::optional<bool> dir_ok;                     // new state of the job's directory
   std::optional<std::uint64_t> budget_remaining;  // new remaining write budget of the disk
 };
 
@@ -87,7 +87,7 @@ class JobRunner {
   const std::string sysfs_, device_;
   std::map<std::string, std::unique_ptr<ProbeFile>> files_;  // by directory
   WriteBudget budget_;
-  std::map<std::string, std::string> last_error_;             // "kind|dir" -> reason logged
+  std::map<std::string, std::string> last_error_;                     // "kind|dir" -> reason logged
   std::set<std::pair<std::string, std::uint64_t>> reported_corrupt_;  // (directory, offset)
   std::set<config::ProbeKind> logged_buffered_;
 };

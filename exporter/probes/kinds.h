@@ -16,9 +16,9 @@ namespace diskprobe::probes {
 // The raw device a kProbeTarget::kRawDevice kind reads, opened by the job (probes/env.h).
 struct RawDevice {
   int fd = -1;
-  bool direct = true;            // opened O_DIRECT
-  std::uint64_t bytes = 0;       // device size
-  std::uint64_t align = 4096;    // max(4096, logical block size)
+  bool direct = true;          // opened O_DIRECT
+  std::uint64_t bytes = 0;     // device size
+  std::uint64_t align = 4096;  // max(4096, logical block size)
 };
 
 // What a run works on: `device` for raw-device kinds, `file` for probe-file kinds (the other null).

@@ -73,8 +73,8 @@ std::uint64_t FreeSpaceFloor(std::uint64_t total_bytes, std::uint64_t floor, dou
 }
 
 std::string DiskOfDev(const std::string& sysfs, dev_t dev) {
-  const std::string link = util::JoinPath(sysfs, "dev/block/" + std::to_string(major(dev)) + ":" +
-                                                      std::to_string(minor(dev)));
+  const std::string link =
+      util::JoinPath(sysfs, "dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev)));
   std::error_code ec;
   std::filesystem::path target = std::filesystem::canonical(link, ec);
   if (ec) return "";
@@ -97,7 +97,8 @@ std::uint32_t BlockCrc(const unsigned char* block) {
 }
 }  // namespace
 
-std::string CheckBlock(const unsigned char* block, std::uint64_t index, std::optional<std::uint64_t> expected_sequence) {
+std::string CheckBlock(const unsigned char* block, std::uint64_t index,
+                       std::optional<std::uint64_t> expected_sequence) {
   if (std::memcmp(block, kBlockMagic, sizeof kBlockMagic) != 0) return "bad block magic";
   std::uint64_t off = GetU64(block + 8);
   if (off != index * kProbeBlock)
@@ -304,7 +305,8 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
     return nullptr;
   }
   f->io_fd_.reset(io);
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ::fstat(f->sync_fd_.get(), &a);
   ::fstat(io, &b);
   if (a.st_ino != b.st_ino || a.st_dev != b.st_dev) {

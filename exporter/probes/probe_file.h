@@ -1,10 +1,10 @@
 #pragma once
 // The write probes' probe file: the only thing the exporter ever writes.
 //
-// Safety rules (the exporter must never write anywhere but its own file): the directory must be a real directory (not a symlink, not a device);
-// the file is created exclusively (O_CREAT|O_EXCL), mode 0600, opened with O_NOFOLLOW, checked to
-// be a regular file with one link, owned by us, and to carry our header; a file that is not ours
-// is never overwritten. Free space must stay above a floor.
+// Safety rules (the exporter must never write anywhere but its own file): the directory must be a real directory (not a
+// symlink, not a device); the file is created exclusively (O_CREAT|O_EXCL), mode 0600, opened with O_NOFOLLOW, checked
+// to be a regular file with one link, owned by us, and to carry our header; a file that is not ours is never
+// overwritten. Free space must stay above a floor.
 //
 // Layout: block 0 is a header (magic, geometry, the write budget's day and bytes used that day,
 // so the budget survives restarts); blocks 1..N-1 are data blocks. Every data block written starts
@@ -38,11 +38,11 @@ struct ProbeFileHeader {
 
 struct ProbeFileOptions {
   std::string directory;
-  bool create_directory = false;   // create it (0700) when missing: the state directory only
+  bool create_directory = false;  // create it (0700) when missing: the state directory only
   std::uint64_t size = 16 << 20;
   std::uint64_t free_space_floor = 256ull << 20;
   double free_space_floor_ratio = 0.05;
-  std::string sysfs = "/sys";      // to resolve the directory's disk
+  std::string sysfs = "/sys";  // to resolve the directory's disk
   // The file's name in `directory`: the probes' kProbeFileName, or the bench's own file (a bench
   // run must not resize or rewrite the file the exporter's probes are using).
   std::string file_name = kProbeFileName;
@@ -70,10 +70,10 @@ class ProbeFile {
                                          std::uint64_t* bytes_written);
 
   const std::string& path() const { return path_; }
-  const std::string& disk() const { return disk_; }        // "" when unresolvable
+  const std::string& disk() const { return disk_; }  // "" when unresolvable
   bool direct_io() const { return direct_; }
-  int io_fd() const { return io_fd_.get(); }                // O_DIRECT|O_DSYNC (or O_DSYNC fallback)
-  int sync_fd() const { return sync_fd_.get(); }            // buffered, for write + fdatasync
+  int io_fd() const { return io_fd_.get(); }      // O_DIRECT|O_DSYNC (or O_DSYNC fallback)
+  int sync_fd() const { return sync_fd_.get(); }  // buffered, for write + fdatasync
   std::uint64_t data_blocks() const { return header_.file_size / kProbeBlock - 1; }
   ProbeFileHeader& header() { return header_; }
 

@@ -97,7 +97,8 @@ void ProbeManager::Reconcile() {
   std::map<std::string, WorkerPlan> desired;
   std::vector<DirectorySnapshot> unresolved;
   if (cfg->probes.enabled && last_devices_) {
-    for (const Device& d : *last_devices_) desired[d.name] = WorkerPlan{d, cfg, AnyRawDeviceKind(cfg->probes.For(d.name)), {}};
+    for (const Device& d : *last_devices_)
+      desired[d.name] = WorkerPlan{d, cfg, AnyRawDeviceKind(cfg->probes.For(d.name)), {}};
     for (const std::string& dir : cfg->probes.WriteDirectories()) {
       if (std::string refusal = probes::CheckProbeDirectory(dir); !refusal.empty()) {
         if (FirstTime("dir|" + dir + "|" + refusal))

@@ -69,9 +69,9 @@ class ProbeManager {
   bool dirty_ = false;
   std::thread supervisor_;
   std::map<std::string, std::shared_ptr<probes::DeviceWorker>> workers_;  // by disk name
-  std::vector<std::shared_ptr<probes::DeviceWorker>> retired_;              // stopping, not yet joined
-  std::vector<DirectorySnapshot> unresolved_;                               // write dirs with no disk
-  std::set<std::string> unstarted_;                                         // no thread for these disks
+  std::vector<std::shared_ptr<probes::DeviceWorker>> retired_;            // stopping, not yet joined
+  std::vector<DirectorySnapshot> unresolved_;                             // write dirs with no disk
+  std::set<std::string> unstarted_;                                       // no thread for these disks
   std::set<std::string> logged_;  // problems already logged (directory refusals, thread failures)
   std::shared_ptr<const DeviceList> last_devices_;
   // Shared with the workers (a stalled worker may outlive the manager).

@@ -73,7 +73,8 @@ RunOutcome RunRandRead(int fd, bool direct, std::uint64_t device_bytes, std::uin
   // disk reads 8 KiB; the config only guarantees whole 512-byte sectors).
   const std::uint64_t bs = std::max<std::uint64_t>((env.settings.block_size + align - 1) / align * align, align);
   AlignedBuffer buf(bs, align);
-  for (std::uint64_t off : RandomOffsets(env.rng, device_bytes, bs, std::max<std::uint64_t>(bs, align), env.settings.ops)) {
+  for (std::uint64_t off :
+       RandomOffsets(env.rng, device_bytes, bs, std::max<std::uint64_t>(bs, align), env.settings.ops)) {
     if (!direct) DropCache(fd, off, bs);
     OpResult r = Tracked(env, [&] { return TimedPread(fd, buf.data(), bs, off); });
     if (!Account(env, r, &out)) break;
@@ -105,7 +106,8 @@ RunOutcome RunWrite(ProbeFile& file, RunEnv& env) {
   const std::uint64_t limit = file.data_blocks() * kProbeBlock;
   for (std::uint64_t rel : RandomOffsets(env.rng, limit, bs, bs, env.settings.ops)) {
     const std::uint64_t off = rel + kProbeBlock;
-    if (!WriteBlocks(file, env, buf, off, bs, [&] { return TimedPwrite(file.io_fd(), buf.data(), bs, off); }, &out))
+    if (!WriteBlocks(
+            file, env, buf, off, bs, [&] { return TimedPwrite(file.io_fd(), buf.data(), bs, off); }, &out))
       break;
   }
   return out;
@@ -118,8 +120,8 @@ RunOutcome RunFsync(ProbeFile& file, RunEnv& env) {
   const std::uint64_t limit = file.data_blocks() * kProbeBlock;
   for (std::uint64_t rel : RandomOffsets(env.rng, limit, bs, bs, env.settings.ops)) {
     const std::uint64_t off = rel + kProbeBlock;
-    bool go = WriteBlocks(file, env, buf, off, bs,
-                          [&] { return TimedPwriteFdatasync(file.sync_fd(), buf.data(), bs, off); }, &out);
+    bool go = WriteBlocks(
+        file, env, buf, off, bs, [&] { return TimedPwriteFdatasync(file.sync_fd(), buf.data(), bs, off); }, &out);
     // Keep the page cache free of the probe file: it must not grow at the workload's expense.
     DropCache(file.sync_fd(), off, bs);
     if (!go) break;
@@ -138,7 +140,8 @@ RunOutcome RunSeqWrite(ProbeFile& file, RunEnv& env) {
   AlignedBuffer buf(req, kProbeBlock);
   for (std::uint64_t rel = start[0]; rel < start[0] + total; rel += req) {
     const std::uint64_t off = rel + kProbeBlock;
-    if (!WriteBlocks(file, env, buf, off, req, [&] { return TimedPwrite(file.io_fd(), buf.data(), req, off); }, &out))
+    if (!WriteBlocks(
+            file, env, buf, off, req, [&] { return TimedPwrite(file.io_fd(), buf.data(), req, off); }, &out))
       break;
   }
   return out;

@@ -2,8 +2,8 @@
 // One run of each probe kind: a few timed operations. The runners know nothing of scheduling,
 // budgets' persistence or metrics; they time operations and report through RunEnv.
 //
-// Truth rules (a probe must measure the card, not the page cache): aligned buffers (>= 4096 and a multiple of the logical block size),
-// CLOCK_MONOTONIC around the system call only, no offset reused within a run, O_DIRECT where the
+// Truth rules (a probe must measure the card, not the page cache): aligned buffers (>= 4096 and a multiple of the
+// logical block size), CLOCK_MONOTONIC around the system call only, no offset reused within a run, O_DIRECT where the
 // filesystem allows it and page-cache eviction (posix_fadvise DONTNEED) before reads where not.
 #include <atomic>
 #include <cstdint>
@@ -36,12 +36,12 @@ struct Corruption {
 };
 
 struct RunOutcome {
-  std::uint32_t ops = 0;          // operations completed
-  int error = 0;                  // errno of the first failed operation (the run stops there)
-  bool timed_out = false;         // an operation exceeded the deadline (the run stops there)
-  bool budget_exhausted = false;  // a write was refused by the budget before it started
-  std::uint64_t bytes = 0;        // bytes transferred by completed operations
-  std::int64_t op_ns = 0;         // sum of the completed operations' latencies
+  std::uint32_t ops = 0;                // operations completed
+  int error = 0;                        // errno of the first failed operation (the run stops there)
+  bool timed_out = false;               // an operation exceeded the deadline (the run stops there)
+  bool budget_exhausted = false;        // a write was refused by the budget before it started
+  std::uint64_t bytes = 0;              // bytes transferred by completed operations
+  std::int64_t op_ns = 0;               // sum of the completed operations' latencies
   std::vector<Corruption> corruptions;  // verify only
 };
 

@@ -28,7 +28,7 @@ std::uint64_t WriteBudget::Remaining(std::uint64_t today, std::uint64_t limit) {
 }
 
 void WriteBudget::Charge(ProbeFileHeader& ledger, std::uint64_t bytes, std::uint64_t today) {
-  Used(today);  // rolls every ledger over first
+  Used(today);                       // rolls every ledger over first
   if (ledger.budget_day != today) {  // a ledger not attached yet
     ledger.budget_day = today;
     ledger.budget_used = 0;

@@ -32,7 +32,7 @@ struct Paths {
 // What every collector sees in one scrape: the same device list for all of them.
 struct ScrapeContext {
   const Paths& paths;
-  const DeviceList& devices;       // whole disks selected by the config, sorted by name
+  const DeviceList& devices;         // whole disks selected by the config, sorted by name
   std::string discovery_error = {};  // why device discovery failed; "" when it worked
 };
 

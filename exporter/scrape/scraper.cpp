@@ -78,7 +78,8 @@ std::string Scraper::Render() {
       total += e.seconds;
       if (!e.ok) failed += (failed.empty() ? "" : ",") + e.name;
     }
-    log::Debug("scrape", {{"bytes", std::to_string(out.size())}, {"collectors_seconds", std::to_string(total)},
+    log::Debug("scrape", {{"bytes", std::to_string(out.size())},
+                          {"collectors_seconds", std::to_string(total)},
                           {"failed_collectors", failed}});
   }
   return out;

@@ -85,12 +85,11 @@ void DeviceRegistry::Refresh() {
   }
   for (const auto& dev : *fresh) {
     if (std::find_if(old->begin(), old->end(), [&](const Device& o) { return o.name == dev.name; }) == old->end())
-      log::Info("device appeared", {{"device", dev.name},
-                                    {"dev", std::to_string(dev.major) + ":" + std::to_string(dev.minor)}});
+      log::Info("device appeared",
+                {{"device", dev.name}, {"dev", std::to_string(dev.major) + ":" + std::to_string(dev.minor)}});
   }
   for (const auto& dev : *old) {
-    if (std::find_if(fresh->begin(), fresh->end(), [&](const Device& n) { return n.name == dev.name; }) ==
-        fresh->end())
+    if (std::find_if(fresh->begin(), fresh->end(), [&](const Device& n) { return n.name == dev.name; }) == fresh->end())
       log::Info("device disappeared", {{"device", dev.name}});
   }
 }

@@ -19,10 +19,9 @@ namespace {
 
 using parsers::KmsgKind;
 
-constexpr KmsgKind kAllKinds[] = {KmsgKind::kIoError,          KmsgKind::kTimeout,         KmsgKind::kCrcError,
-                                  KmsgKind::kCardRemoved,      KmsgKind::kOverclockReduced,
-                                  KmsgKind::kFilesystemError,  KmsgKind::kRemountRo,      KmsgKind::kCqeRecovery,
-                                  KmsgKind::kUnderVoltage};
+constexpr KmsgKind kAllKinds[] = {KmsgKind::kIoError,     KmsgKind::kTimeout,          KmsgKind::kCrcError,
+                                  KmsgKind::kCardRemoved, KmsgKind::kOverclockReduced, KmsgKind::kFilesystemError,
+                                  KmsgKind::kRemountRo,   KmsgKind::kCqeRecovery,      KmsgKind::kUnderVoltage};
 
 // Cached maps stay small: names of block devices and hosts. A runaway (fuzzed input) is cleared.
 constexpr std::size_t kMaxCache = 1024;

@@ -53,12 +53,12 @@ class KmsgDeviceResolver {
 using KmsgCounts = std::map<std::tuple<std::string, std::string, parsers::KmsgKind>, std::uint64_t>;
 
 struct KmsgSnapshot {
-  std::string error;             // why the log cannot be read ("" while it can)
+  std::string error;  // why the log cannot be read ("" while it can)
   KmsgCounts messages;
-  std::uint64_t records = 0;     // records read
-  std::uint64_t lost = 0;        // records overwritten before they were read (sequence gaps)
-  std::uint64_t malformed = 0;   // records that did not parse
-  bool drained = false;          // everything available so far has been counted (tests)
+  std::uint64_t records = 0;    // records read
+  std::uint64_t lost = 0;       // records overwritten before they were read (sequence gaps)
+  std::uint64_t malformed = 0;  // records that did not parse
+  bool drained = false;         // everything available so far has been counted (tests)
 };
 
 // The counting without the I/O: records in, counts out. Not thread-safe (the follower locks).
@@ -135,8 +135,8 @@ class KmsgFollower {
   KmsgCounter counter_;
   std::string error_;
   bool drained_ = false;
-  std::string partial_;         // stream mode: bytes of an unfinished line
-  std::string record_;          // stream mode: the record being assembled
+  std::string partial_;  // stream mode: bytes of an unfinished line
+  std::string record_;   // stream mode: the record being assembled
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
 };

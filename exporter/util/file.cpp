@@ -171,7 +171,6 @@ void SysfsAttributes::CloseUnread() {
   }
 }
 
-
 std::string JoinPath(std::string_view a, std::string_view b) {
   std::string out(a);
   while (out.size() > 1 && out.back() == '/') out.pop_back();

@@ -21,8 +21,7 @@ std::string_view Trim(std::string_view s);
 // Returns nullopt on empty input, a character that is not part of the number, or a value out of
 // T's range.
 template <typename T>
-  requires std::integral<T> || std::floating_point<T>
-std::optional<T> ParseNumber(std::string_view s, int base = 10) {
+requires std::integral<T> || std::floating_point<T> std::optional<T> ParseNumber(std::string_view s, int base = 10) {
   T value{};
   std::from_chars_result r;
   if constexpr (std::integral<T>) {

@@ -51,9 +51,9 @@ TEST(Base64, Decodes) {
   EXPECT_EQ(DecodeBase64("YWI6Yw=="), "ab:c");
   EXPECT_EQ(DecodeBase64("YWJjOmQ="), "abc:d");
   EXPECT_EQ(DecodeBase64(""), "");
-  EXPECT_FALSE(DecodeBase64("YWI6Yw"));      // no padding
-  EXPECT_FALSE(DecodeBase64("YW=6Yw=="));    // padding inside
-  EXPECT_FALSE(DecodeBase64("YWI6Y*=="));    // not base64
+  EXPECT_FALSE(DecodeBase64("YWI6Yw"));    // no padding
+  EXPECT_FALSE(DecodeBase64("YW=6Yw=="));  // padding inside
+  EXPECT_FALSE(DecodeBase64("YWI6Y*=="));  // not base64
   EXPECT_FALSE(DecodeBase64("Y==="));
 }
 
@@ -320,12 +320,12 @@ TEST(BasicAuth, VerifiesOnAThreadAtNice10) {
 
 TEST(RequireBasicAuth, AnswersBeforeAnyRoute) {
   int reached = 0;
-  Handler h = RequireBasicAuth(std::make_shared<BasicAuth>(std::vector<std::pair<std::string, std::string>>{
-                                   {"alice", kAlice}}),
-                               [&](const Request&) {
-                                 ++reached;
-                                 return Response{200, "text/plain", "ok", {}};
-                               });
+  Handler h =
+      RequireBasicAuth(std::make_shared<BasicAuth>(std::vector<std::pair<std::string, std::string>>{{"alice", kAlice}}),
+                       [&](const Request&) {
+                         ++reached;
+                         return Response{200, "text/plain", "ok", {}};
+                       });
   Request req;
   req.method = "GET";
   req.path = "/-/healthy";

@@ -59,8 +59,8 @@ TEST(BenchCli, BadPushUrlIsAUsageError) {
     std::string e = ParseError(std::string("--push ") + bad);
     EXPECT_NE(e.find("--push"), std::string::npos) << bad << ": " << e;
   }
-  for (const char* good : {"http://127.0.0.1:9091", "http://pushgateway:9091/", "https://gw.example:443",
-                           "http://[::1]:9091"})
+  for (const char* good :
+       {"http://127.0.0.1:9091", "http://pushgateway:9091/", "https://gw.example:443", "http://[::1]:9091"})
     EXPECT_EQ(ParseError(std::string("--push ") + good), "") << good;
 }
 

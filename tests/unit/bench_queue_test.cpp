@@ -1,7 +1,7 @@
 // The bench's deep-queue runner (bench/queue.h) on a small file in a temporary directory: it keeps
 // to its deadline and its operation budget. Needs io_uring; a kernel that refuses it skips these
-// tests outside CI and fails them under CI=true (CI has io_uring: a skip there would hide a failure); under qemu-user (cross builds,
-// DISKPROBE_EMULATOR set by tests/CMakeLists.txt) they skip.
+// tests outside CI and fails them under CI=true (CI has io_uring: a skip there would hide a failure); under qemu-user
+// (cross builds, DISKPROBE_EMULATOR set by tests/CMakeLists.txt) they skip.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

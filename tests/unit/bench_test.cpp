@@ -124,12 +124,11 @@ std::set<std::string> Keys(const nlohmann::json& o) {
   for (auto it = o.begin(); it != o.end(); ++it) k.insert(it.key());
   return k;
 }
-std::set<std::string> Required(const nlohmann::json& schema) {
-  return schema["required"].get<std::set<std::string>>();
-}
+std::set<std::string> Required(const nlohmann::json& schema) { return schema["required"].get<std::set<std::string>>(); }
 
 TEST(BenchJson, ShapeFollowsTheSchema) {
-  nlohmann::json schema = nlohmann::json::parse(ReadText(std::string(DISKPROBE_SOURCE_DIR) + "/docs/bench-schema.json"));
+  nlohmann::json schema =
+      nlohmann::json::parse(ReadText(std::string(DISKPROBE_SOURCE_DIR) + "/docs/bench-schema.json"));
   nlohmann::json j = ToJson(SampleReport());
   // Every object has exactly the schema's properties (additionalProperties is false everywhere).
   EXPECT_EQ(Keys(j), Required(schema));
@@ -173,7 +172,7 @@ TEST(BenchNotes, Qd1FallbackOnlyWhenAQd1FigureStandsIn) {
   EXPECT_EQ(Qd1FallbackNote(r), "");  // everything skipped
   r.tests[3].status = "ok";           // randwrite_qd32 only
   EXPECT_EQ(Qd1FallbackNote(r), "");
-  r.tests[0].status = "ok";           // randread_qd1 stands in for randread_qd32
+  r.tests[0].status = "ok";  // randread_qd1 stands in for randread_qd32
   EXPECT_NE(Qd1FallbackNote(r).find("the verdict's IOPS come from the QD1 tests"), std::string::npos);
   r.tests[0].status = "skipped";
   r.tests[1].status = "ok";
@@ -186,8 +185,11 @@ TEST(BenchNotes, Qd1FallbackOnlyWhenAQd1FigureStandsIn) {
 // --duration 500ms printed "(bound 0 s)".
 TEST(BenchTable, PrintsSubSecondBounds) {
   Report r = SampleReport();
-  for (auto [seconds, text] : {std::pair{0.5, "(bound 0.5 s)"}, {0.25, "(bound 0.25 s)"}, {60.0, "(bound 60 s)"},
-                               {90.5, "(bound 90.5 s)"}, {3600.0, "(bound 3600 s)"}}) {
+  for (auto [seconds, text] : {std::pair{0.5, "(bound 0.5 s)"},
+                               {0.25, "(bound 0.25 s)"},
+                               {60.0, "(bound 60 s)"},
+                               {90.5, "(bound 90.5 s)"},
+                               {3600.0, "(bound 3600 s)"}}) {
     r.options.duration_seconds = seconds;
     std::string t = FormatTable(r);
     EXPECT_NE(t.find(text), std::string::npos) << t;

@@ -39,8 +39,10 @@ TEST(DiscoverDevices, DefaultRulesOnFixture) {
 }
 
 TEST(DiscoverDevices, IncludeExclude) {
-  auto r = config::LoadString("devices:\n  include: ['mmcblk[0-9]+', 'sd[a-z]+', 'zram[0-9]+']\n"
-                              "  exclude: ['sdb']\n", "t.yml");
+  auto r = config::LoadString(
+      "devices:\n  include: ['mmcblk[0-9]+', 'sd[a-z]+', 'zram[0-9]+']\n"
+      "  exclude: ['sdb']\n",
+      "t.yml");
   ASSERT_TRUE(r.config);
   DeviceList l = DiscoverDevices(Fixture("sys"), r.config->devices, nullptr);
   EXPECT_EQ(Names(l), (std::vector<std::string>{"mmcblk0", "zram0"})) << "an explicit exclude replaces the default";

@@ -131,7 +131,8 @@ TEST(ParseDiskstatsLine, RejectsLinux24ProcPartitions) {
 }
 
 TEST(ParseBlockStat, ValuesAbove32Bits) {
-  auto s = ParseBlockStat("40894884 762897 4732260326 79610084 32058059 40015556 534598342 81434303 0 80401326 160952373\n");
+  auto s =
+      ParseBlockStat("40894884 762897 4732260326 79610084 32058059 40015556 534598342 81434303 0 80401326 160952373\n");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->read_sectors, 4732260326ull);
   EXPECT_EQ(s->read_sectors * kSectorBytes, 2422917286912ull);
@@ -143,8 +144,8 @@ TEST(ParseBlockStat, ValuesAbove32Bits) {
 
 TEST(ParseBlockStat, RejectsMalformed) {
   EXPECT_FALSE(ParseBlockStat(""));
-  EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10"));                  // 10 fields
-  EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10 11 12"));            // no kernel writes 12
+  EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10"));                    // 10 fields
+  EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10 11 12"));              // no kernel writes 12
   EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16"));  // nor 16
   EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10 -11"));
   EXPECT_FALSE(ParseBlockStat("1 2 3 4 5 6 7 8 9 10 1x"));

@@ -32,7 +32,8 @@ inline std::optional<double> SampleValue(const std::string& text, const std::str
 }
 
 // Value of label `label` in the first sample of family `name`; nullopt without such a sample.
-inline std::optional<std::string> FirstLabel(const std::string& text, const std::string& name, const std::string& label) {
+inline std::optional<std::string> FirstLabel(const std::string& text, const std::string& name,
+                                             const std::string& label) {
   const std::string key = name + "{";
   for (std::size_t pos = 0; (pos = text.find(key, pos)) != std::string::npos; pos += key.size()) {
     if (pos != 0 && text[pos - 1] != '\n') continue;

@@ -77,7 +77,8 @@ TEST(Config, EveryBadInputReportedWithPosition) {
   EXPECT_EQ(got[1], f + ":4:12: devices.exclude: must be a list of regular expressions, got a scalar");
   EXPECT_EQ(got[2], f + ":5:23: devices.discovery_interval: invalid duration \"30\": want an integer and a unit "
                         "(ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
-  EXPECT_EQ(got[3], f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, discovery_interval)");
+  EXPECT_EQ(got[3],
+            f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, discovery_interval)");
   EXPECT_EQ(got[4], f + ":7:1: probez: unknown key (known keys: devices, probes)");
 }
 
@@ -85,11 +86,11 @@ TEST(Config, WrongTypes) {
   auto r = LoadString("devices: [1, 2]\n", "t.yml");
   EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:1:10: devices: must be a mapping, got a list"});
   r = LoadString("devices:\n  include: {a: 1}\n", "t.yml");
-  EXPECT_EQ(Messages(r),
-            std::vector<std::string>{"t.yml:2:12: devices.include: must be a list of regular expressions, got a mapping"});
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             "t.yml:2:12: devices.include: must be a list of regular expressions, got a mapping"});
   r = LoadString("devices:\n  include: [[x]]\n", "t.yml");
-  EXPECT_EQ(Messages(r),
-            std::vector<std::string>{"t.yml:2:13: devices.include[0]: must be a regular expression string, got a list"});
+  EXPECT_EQ(Messages(r), std::vector<std::string>{
+                             "t.yml:2:13: devices.include[0]: must be a regular expression string, got a list"});
   r = LoadString("devices:\n  discovery_interval: [30s]\n", "t.yml");
   EXPECT_EQ(Messages(r),
             std::vector<std::string>{"t.yml:2:23: devices.discovery_interval: must be a duration, got a list"});
@@ -99,8 +100,9 @@ TEST(Config, WrongTypes) {
 
 TEST(Config, DurationBelowMinimum) {
   auto r = LoadString("devices:\n  discovery_interval: 500ms\n", "t.yml");
-  EXPECT_EQ(Messages(r), std::vector<std::string>{
-                             "t.yml:2:23: devices.discovery_interval: duration \"500ms\" is below the minimum of 1000ms"});
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{
+                "t.yml:2:23: devices.discovery_interval: duration \"500ms\" is below the minimum of 1000ms"});
 }
 
 TEST(Config, DuplicateKey) {
@@ -150,8 +152,8 @@ TEST(ParseSize, AcceptsAndRejects) {
   EXPECT_EQ(ParseSize("2TiB"), 2ull << 40);
   EXPECT_EQ(ParseSize("4kB"), 4000u);
   EXPECT_EQ(ParseSize("10MB"), 10000000u);
-  for (const char* s : {"", "KiB", "4 KiB", "4kib", "4KB", "4K", "1.5MiB", "-1", "4iB", "16777216TiB",
-                        "18446744073709551616"}) {
+  for (const char* s :
+       {"", "KiB", "4 KiB", "4kib", "4KB", "4K", "1.5MiB", "-1", "4iB", "16777216TiB", "18446744073709551616"}) {
     EXPECT_FALSE(ParseSize(s).has_value()) << s;
   }
 }
@@ -279,11 +281,14 @@ TEST(ProbesConfig, BadValues) {
   ASSERT_EQ(got.size(), 7u) << ::testing::PrintToString(got);
   EXPECT_EQ(got[0], "p.yml:2:20: probes.state_directory: must be an absolute path");
   EXPECT_EQ(got[1], "p.yml:3:16: probes.io_priority: must be idle, best-effort or none, got \"realtime\"");
-  EXPECT_EQ(got[2], "p.yml:4:19: probes.busy_threshold: must be a number from 0 to 1 (a fraction: 0.5 = 50 %), got \"50\"");
-  EXPECT_EQ(got[3], "p.yml:5:25: probes.write_budget_per_day: invalid size \"128M\": want bytes or an integer with B, KiB, "
-                    "MiB, GiB, TiB, kB, MB, GB or TB, e.g. 4KiB, 16MiB");
+  EXPECT_EQ(got[2],
+            "p.yml:4:19: probes.busy_threshold: must be a number from 0 to 1 (a fraction: 0.5 = 50 %), got \"50\"");
+  EXPECT_EQ(got[3],
+            "p.yml:5:25: probes.write_budget_per_day: invalid size \"128M\": want bytes or an integer with B, KiB, "
+            "MiB, GiB, TiB, kB, MB, GB or TB, e.g. 4KiB, 16MiB");
   EXPECT_EQ(got[4], "p.yml:7:21: probes.defaults.randread.ops: must be an integer from 1 to 4096, got \"0\"");
-  EXPECT_EQ(got[5], "p.yml:7:42: probes.defaults.randread.size: unknown key (known keys: enabled, interval, ops, block_size)");
+  EXPECT_EQ(got[5],
+            "p.yml:7:42: probes.defaults.randread.size: unknown key (known keys: enabled, interval, ops, block_size)");
   EXPECT_EQ(got[6].rfind("p.yml:9:5: probes.devices.mmc[: invalid regular expression \"mmc[\": ", 0), 0u) << got[6];
 }
 
@@ -307,13 +312,16 @@ TEST(ProbesConfig, SizesTheProbesCannotRun) {
   EXPECT_FALSE(r.config);
   auto got = Messages(r);
   ASSERT_EQ(got.size(), 7u) << ::testing::PrintToString(got);
-  EXPECT_EQ(got[0], "p.yml:2:39: probes.write_directories[2]: \"/srv/a/\" is listed twice (also at write_directories[0])");
+  EXPECT_EQ(got[0],
+            "p.yml:2:39: probes.write_directories[2]: \"/srv/a/\" is listed twice (also at write_directories[0])");
   EXPECT_EQ(got[1], "p.yml:4:28: probes.defaults.randread.block_size: must be a multiple of 512, got 5000");
   EXPECT_EQ(got[2], "p.yml:5:25: probes.defaults.write.block_size: must be a multiple of 4KiB, got 1000");
   EXPECT_EQ(got[3], "p.yml:6:25: probes.defaults.fsync.block_size: must be a multiple of 4KiB, got 6144");
   EXPECT_EQ(got[4], "p.yml:7:41: probes.defaults.seqread.request_size: must not exceed size (1048576), got 4194304");
   // A device override is checked with the values it inherits, reported where it is written.
-  EXPECT_EQ(got[5], "p.yml:10:17: probes.devices.sd[a-z]+.seqwrite.size: must be a multiple of request_size (3145728), got 8388608");
+  EXPECT_EQ(
+      got[5],
+      "p.yml:10:17: probes.devices.sd[a-z]+.seqwrite.size: must be a multiple of request_size (3145728), got 8388608");
   EXPECT_EQ(got[6], "p.yml:11:31: probes.devices.sd[a-z]+.seqread.request_size: must be a multiple of 4KiB, got 6000");
 
   // Valid: randread in whole sectors, writes in whole 4 KiB blocks, sizes filled by requests.
@@ -337,15 +345,16 @@ namespace {
 TEST(Config, DurationAboveMaximum) {
   // 20000w would overflow the discovery thread's timer (found by review: 100 % CPU).
   auto r = LoadString("devices:\n  discovery_interval: 20000w\n", "t.yml");
-  EXPECT_EQ(Messages(r), std::vector<std::string>{
-                             "t.yml:2:23: devices.discovery_interval: duration \"20000w\" is above the maximum of 86400s"});
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{
+                "t.yml:2:23: devices.discovery_interval: duration \"20000w\" is above the maximum of 86400s"});
 }
 
 TEST(Config, OneDocumentOnly) {
   // At the "---" that starts the second document.
   auto r = LoadString("---\ndevices: {discovery_interval: 5s}\n---\ndevices: {bogus: 1}\n", "m.yml");
-  EXPECT_EQ(Messages(r), std::vector<std::string>{
-                             "m.yml:3:1: more than one YAML document; a configuration is a single document"});
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"m.yml:3:1: more than one YAML document; a configuration is a single document"});
 }
 
 TEST(Config, HugeFileIsRefusedNotTruncated) {
@@ -407,7 +416,9 @@ TEST(HostileConfig, DeepNestingIsRefusedWhereItGoesTooDeep) {
 }
 
 TEST(HostileConfig, NestingBoundIsExact) {
-  auto nested = [](int n) { return std::string(static_cast<std::size_t>(n), '[') + std::string(static_cast<std::size_t>(n), ']'); };
+  auto nested = [](int n) {
+    return std::string(static_cast<std::size_t>(n), '[') + std::string(static_cast<std::size_t>(n), ']');
+  };
   YAML::Node root;
   std::vector<Error> errors;
   EXPECT_TRUE(LoadDocument(nested(kMaxDocumentDepth), "t.yml", &root, &errors));
@@ -418,9 +429,9 @@ TEST(HostileConfig, NestingBoundIsExact) {
   EXPECT_EQ(errors[0].ToString(), "t.yml:1:33: lists and mappings nested more than 32 deep");
   // Brackets in comments and quoted scalars are not nesting.
   errors.clear();
-  EXPECT_TRUE(LoadDocument("# " + std::string(40, '[') + "\na: '" + std::string(40, '[') + "'\nb: \"" +
-                               std::string(40, '{') + "\\\"\"\n",
-                           "t.yml", &root, &errors));
+  EXPECT_TRUE(LoadDocument(
+      "# " + std::string(40, '[') + "\na: '" + std::string(40, '[') + "'\nb: \"" + std::string(40, '{') + "\\\"\"\n",
+      "t.yml", &root, &errors));
   EXPECT_TRUE(errors.empty()) << errors[0].ToString();
   EXPECT_EQ(root["a"].Scalar(), std::string(40, '['));
 }
@@ -456,7 +467,8 @@ TEST(HostileConfig, TooManyNodes) {
   for (int i = 0; i < 16000; ++i) list += "- a\n";  // 64,000 bytes: within the size bound
   EXPECT_EQ(BoundedString(list),
             "t.yml:10000:3: more than 10000 YAML nodes; a diskprobe_exporter configuration has a few hundred\n");
-  EXPECT_EQ(BoundedString(list + list), "t.yml:0:0: document is larger than 65536 bytes; a configuration is a few KiB\n");
+  EXPECT_EQ(BoundedString(list + list),
+            "t.yml:0:0: document is larger than 65536 bytes; a configuration is a few KiB\n");
 }
 
 TEST(HostileConfig, OnlyRegularFiles) {
@@ -534,7 +546,8 @@ TEST(Pattern, MatchingTakesLinearTimeNotExponential) {
               for (const char* src : {"(a*)*b", "(a|a)*b", "(a|aa)*b", "a*a*a*a*a*a*a*a*b"}) {
                 Pattern p;
                 std::string why = CompilePattern(src, &p);
-                out += std::string(src) + (why.empty() ? (p.FullMatch(name) ? " matches" : " no match") : ": " + why) + "\n";
+                out += std::string(src) + (why.empty() ? (p.FullMatch(name) ? " matches" : " no match") : ": " + why) +
+                       "\n";
               }
               return out;
             }),

@@ -24,7 +24,7 @@ TEST(AppendValue, Numbers) {
   EXPECT_EQ(V(0.084), "0.084");
   EXPECT_EQ(V(60730 / 1000.0), "60.73");
   EXPECT_EQ(V(1e-5), "1e-05");
-  EXPECT_EQ(V(9007199254740992.0), "9007199254740992");  // 2^53: shortest double form
+  EXPECT_EQ(V(9007199254740992.0), "9007199254740992");         // 2^53: shortest double form
   EXPECT_EQ(V(1.8446744073709552e19), "18446744073709551616");  // 2^64, exact
   EXPECT_EQ(V(INFINITY), "+Inf");
   EXPECT_EQ(V(-INFINITY), "-Inf");

@@ -25,8 +25,7 @@ struct Declaration {
 
 // "EXT4_RO_ATTR_ES_UI(errors_count, s_error_count);" -> {EXT4_RO_ATTR_ES_UI, errors_count}
 std::vector<Declaration> SampleDeclarations() {
-  std::ifstream in(std::string(DISKPROBE_FIXTURES_DIR) +
-                   "/samples/ext4-mountinfo/04-sysfs-ext4-error-attributes.txt");
+  std::ifstream in(std::string(DISKPROBE_FIXTURES_DIR) + "/samples/ext4-mountinfo/04-sysfs-ext4-error-attributes.txt");
   EXPECT_TRUE(in.good());
   std::vector<Declaration> out;
   std::string line;
@@ -49,9 +48,9 @@ TEST(Ext4Sysfs, Sample04DeclaredAttributesAreKnown) {
   // The macro says how the kernel prints each one; the parser used for it must accept that shape.
   Files files;
   for (const auto& d : decls) {
-    if (d.macro == "EXT4_RO_ATTR_ES_UI") files[d.name] = "4294967295\n";          // "%u\n", u32 max
-    else if (d.macro == "EXT4_RO_ATTR_ES_U8") files[d.name] = "2\n";              // "%u\n"
-    else if (d.macro == "EXT4_RO_ATTR_ES_U64") files[d.name] = "18446744073709551615\n";  // "%llu\n"
+    if (d.macro == "EXT4_RO_ATTR_ES_UI") files[d.name] = "4294967295\n";                        // "%u\n", u32 max
+    else if (d.macro == "EXT4_RO_ATTR_ES_U8") files[d.name] = "2\n";                            // "%u\n"
+    else if (d.macro == "EXT4_RO_ATTR_ES_U64") files[d.name] = "18446744073709551615\n";        // "%llu\n"
     else if (d.macro == "EXT4_RO_ATTR_ES_STRING") files[d.name] = std::string(32, 'f') + "\n";  // "%.*s\n", 32
     else ADD_FAILURE() << "unexpected macro " << d.macro;
   }
@@ -66,8 +65,8 @@ TEST(Ext4Sysfs, Sample04DeclaredAttributesAreKnown) {
   EXPECT_EQ(e.first.line, 4294967295u);
   EXPECT_EQ(e.last.line, 4294967295u);
   EXPECT_EQ(e.first.function, std::string(32, 'f'));
-  EXPECT_FALSE(e.last.function);   // last_error_func is not in the excerpt
-  EXPECT_FALSE(e.first.time);      // nor are the times (attr_first_error_time, print_tstamp)
+  EXPECT_FALSE(e.last.function);  // last_error_func is not in the excerpt
+  EXPECT_FALSE(e.first.time);     // nor are the times (attr_first_error_time, print_tstamp)
   EXPECT_FALSE(e.warning_count);
 }
 

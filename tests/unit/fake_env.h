@@ -132,7 +132,8 @@ class FakeEnv : public probes::Env {
     ++threads_asked;
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (refused_.count(name)) throw std::system_error(EAGAIN, std::generic_category(), "Resource temporarily unavailable");
+      if (refused_.count(name))
+        throw std::system_error(EAGAIN, std::generic_category(), "Resource temporarily unavailable");
     }
     return std::thread(std::move(fn));
   }

@@ -70,6 +70,7 @@ class TempDir {
   }
   ~TempDir() { fs::remove_all(path_); }
   const std::string& path() const { return path_; }
+
  private:
   std::string path_;
 };
@@ -114,7 +115,8 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   EXPECT_EQ(text.find("/data\""), std::string::npos);
   EXPECT_EQ(text.find("tmpfs"), std::string::npos);
   // ext4 error records: counts are values (0 included), times absent when never.
-  EXPECT_NE(text.find("diskprobe_ext4_errors_total{device=\"mmcblk0\",partition=\"mmcblk0p2\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("diskprobe_ext4_errors_total{device=\"mmcblk0\",partition=\"mmcblk0p2\"} 2\n"),
+            std::string::npos);
   EXPECT_NE(text.find("diskprobe_ext4_errors_total{device=\"sda\",partition=\"sda1\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("diskprobe_ext4_first_error_timestamp_seconds{device=\"mmcblk0\",partition=\"mmcblk0p2\"} 33\n"),
             std::string::npos);
@@ -163,8 +165,7 @@ TEST(Mounts, TextFollowsMountsAndExt4Attributes) {
   table.replace(table.find(rw_boot), rw_boot.size(), "/boot/firmware ro,");
   std::ofstream(fs::exists(p.procfs + "/1/mountinfo") ? p.procfs + "/1/mountinfo" : mountinfo) << table;
   const std::string third = scrape_text();
-  EXPECT_NE(third.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(third.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"), std::string::npos)
       << third;
   EXPECT_EQ(third, families_text());
 }
@@ -195,8 +196,9 @@ TEST(Mounts, UnreadableMountinfoFails) {
   DeviceList d = Devices(p);
   MountsCollector c;
   auto out = Collect(c, ScrapeContext{p, d});
-  EXPECT_EQ(out.result.error, "/nonexistent-procfs/1/mountinfo: No such file or directory; "
-                              "/nonexistent-procfs/self/mountinfo: No such file or directory");
+  EXPECT_EQ(out.result.error,
+            "/nonexistent-procfs/1/mountinfo: No such file or directory; "
+            "/nonexistent-procfs/self/mountinfo: No such file or directory");
   EXPECT_EQ(out.text, "");
 }
 
@@ -207,7 +209,7 @@ TEST(KmsgResolver, SysfsNamesAndHosts) {
   EXPECT_EQ(r.DiskOf("mmcblk0p2"), "mmcblk0");
   EXPECT_EQ(r.DiskOf("mmcblk0"), "mmcblk0");
   EXPECT_EQ(r.DiskOf("sda1"), "sda");
-  EXPECT_EQ(r.DiskOf("loop7p1"), "loop7");     // gone from sysfs: the naming rules
+  EXPECT_EQ(r.DiskOf("loop7p1"), "loop7");        // gone from sysfs: the naming rules
   EXPECT_EQ(r.DiskOf("../../etc"), "../../etc");  // never joined into a path
   EXPECT_EQ(r.HostOfDisk("mmcblk0"), "mmc0");
   EXPECT_EQ(r.HostOfDisk("sda"), "");
@@ -242,8 +244,9 @@ TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
   KmsgCounter c(&r);
   c.AddRecord("4,1,0,-;EXT4-fs error: 20 callbacks suppressed\n");
   c.AddRecord("3,2,0,-;mmc0: timeout waiting for hardware interrupt.\n");  // another kind in between
-  c.AddRecord("3,3,0,-;EXT4-fs error (device sda1): ext4_find_extent:916: inode #16: comm rs:main Q:Reg: pblk 25 "
-              "bad header/extent: extent tree corrupted - magic f30a, entries 12, max 340(340), depth 0(0)\n");
+  c.AddRecord(
+      "3,3,0,-;EXT4-fs error (device sda1): ext4_find_extent:916: inode #16: comm rs:main Q:Reg: pblk 25 "
+      "bad header/extent: extent tree corrupted - magic f30a, entries 12, max 340(340), depth 0(0)\n");
   c.AddRecord("3,4,0,-;buffer_io_error: 6 callbacks suppressed\n");  // nothing follows
   c.Idle();
   EXPECT_EQ(c.counts().at({"sda", "", KmsgKind::kFilesystemError}), 21u);
@@ -326,8 +329,9 @@ TEST(KmsgFollower, FollowsAFileLikeTailF) {
   ASSERT_TRUE(f.Start());
   KmsgSnapshot s = WaitDrained(f, 1);
   EXPECT_EQ(Count(s, "mmcblk0", "mmc0", KmsgKind::kTimeout), 1u);
-  std::ofstream(path, std::ios::app) << "3,2,0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0\n"
-                                        " SUBSYSTEM=block\n DEVICE=b8:0\n";
+  std::ofstream(path, std::ios::app)
+      << "3,2,0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0\n"
+         " SUBSYSTEM=block\n DEVICE=b8:0\n";
   s = WaitDrained(f, 2);
   EXPECT_EQ(s.records, 2u);
   EXPECT_EQ(Count(s, "sda", "", KmsgKind::kIoError), 1u);

@@ -70,7 +70,8 @@ TEST(SysfsAttributes, KeepsSysfsFilesOpenUntilNotReadForAScrape) {
 }
 
 TEST(SysfsAttributes, OtherFilesAreOpenedAnew) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("sysfs_attributes_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sysfs_attributes_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "stat").string();
   std::ofstream(path) << "1\n";

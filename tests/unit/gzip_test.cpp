@@ -33,13 +33,13 @@ std::string Gunzip(const std::string& gz) {
 }
 
 TEST(AcceptsGzip, Negotiation) {
-  EXPECT_TRUE(AcceptsGzip("gzip"));                           // Prometheus
-  EXPECT_TRUE(AcceptsGzip("deflate, gzip;q=1.0, *;q=0.5"));   // curl --compressed style lists
-  EXPECT_TRUE(AcceptsGzip("GZIP"));                           // codings are case-insensitive
+  EXPECT_TRUE(AcceptsGzip("gzip"));                          // Prometheus
+  EXPECT_TRUE(AcceptsGzip("deflate, gzip;q=1.0, *;q=0.5"));  // curl --compressed style lists
+  EXPECT_TRUE(AcceptsGzip("GZIP"));                          // codings are case-insensitive
   EXPECT_TRUE(AcceptsGzip("x-gzip"));
   EXPECT_TRUE(AcceptsGzip(" br ,  gzip ; q=0.001 "));
   EXPECT_TRUE(AcceptsGzip("*"));
-  EXPECT_FALSE(AcceptsGzip(""));                              // identity only
+  EXPECT_FALSE(AcceptsGzip(""));  // identity only
   EXPECT_FALSE(AcceptsGzip("identity"));
   EXPECT_FALSE(AcceptsGzip("deflate, br"));
   EXPECT_FALSE(AcceptsGzip("gzip;q=0"));

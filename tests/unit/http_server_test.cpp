@@ -99,8 +99,8 @@ class ServerTest : public ::testing::Test {
  protected:
   void Start(Limits limits, int threads = 1) {
     std::string err;
-    ASSERT_TRUE(server_.Start({"127.0.0.1:0"}, threads, [this](const Request& r) { return Handle(r); }, &err,
-                              nullptr, limits))
+    ASSERT_TRUE(server_.Start(
+        {"127.0.0.1:0"}, threads, [this](const Request& r) { return Handle(r); }, &err, nullptr, limits))
         << err;
     const std::string a = server_.BoundAddresses().at(0);
     port_ = std::stoi(a.substr(a.rfind(':') + 1));

@@ -38,7 +38,9 @@ inline std::string InBoundedChild(const std::function<std::string()>& body) {
     std::ifstream("/proc/self/statm") >> pages;
     const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
                          static_cast<rlim_t>(kChildExtraAddressSpace);
-    struct rlimit rl {limit, limit};
+    struct rlimit rl {
+      limit, limit
+    };
     ::setrlimit(RLIMIT_AS, &rl);
 #endif
     ::alarm(kChildSeconds);  // SIGALRM's default action ends a child that hangs
@@ -65,7 +67,8 @@ inline std::string InBoundedChild(const std::function<std::string()>& body) {
   }
   if (WIFSIGNALED(status))
     return "child killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child exited with status " + std::to_string(WEXITSTATUS(status));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "child exited with status " + std::to_string(WEXITSTATUS(status));
   return got;
 }
 

@@ -73,10 +73,8 @@ std::vector<std::string> ClassifySample(const std::string& relative) {
 std::vector<std::string> SplitRecords(const std::string& relative) {
   std::vector<std::string> records;
   for (const auto& line : SampleLines(relative)) {
-    if (line[0] == ' ' && !records.empty())
-      records.back() += line + "\n";
-    else
-      records.push_back(line + "\n");
+    if (line[0] == ' ' && !records.empty()) records.back() += line + "\n";
+    else records.push_back(line + "\n");
   }
   return records;
 }
@@ -212,13 +210,13 @@ TEST(KmsgRecord, MalformedIsRejected) {
 TEST(KmsgClassify, Sample01Pi1Sdhci38Cmd12TimeoutExt4) {
   EXPECT_EQ(ClassifySample("samples/kmsg/01-pi1-3.8-sdhci-cmd12-timeout-ext4.txt"),
             (std::vector<std::string>{
-                "none",  // L1 ssr_read_retry: the read succeeded after retries
-                "none",  // L2 final_write_still_running: informational
-                "timeout host=mmc0",                    // L3 hw_interrupt_timeout cmd12
-                "timeout device=mmcblk0 error=-110",    // L4 stop_command_error -110
-                "io_error device=mmcblk0p2",            // L5 buffer_io_error (old 'on device')
-                "io_error device=mmcblk0p2",            // L6 ext4_end_bio I/O error warning
-                "filesystem_error device=mmcblk0p2",    // L7 EXT4-fs error
+                "none",                               // L1 ssr_read_retry: the read succeeded after retries
+                "none",                               // L2 final_write_still_running: informational
+                "timeout host=mmc0",                  // L3 hw_interrupt_timeout cmd12
+                "timeout device=mmcblk0 error=-110",  // L4 stop_command_error -110
+                "io_error device=mmcblk0p2",          // L5 buffer_io_error (old 'on device')
+                "io_error device=mmcblk0p2",          // L6 ext4_end_bio I/O error warning
+                "filesystem_error device=mmcblk0p2",  // L7 EXT4-fs error
             }));
   auto lines = SampleLines("samples/kmsg/01-pi1-3.8-sdhci-cmd12-timeout-ext4.txt");
   auto l6 = ParseExt4Message(DmesgMessage(lines[5]));
@@ -228,8 +226,7 @@ TEST(KmsgClassify, Sample01Pi1Sdhci38Cmd12TimeoutExt4) {
   EXPECT_EQ(l6->function, "ext4_end_bio");
   EXPECT_EQ(l6->line, 317u);
   EXPECT_FALSE(l6->inode);  // inode/offset/size/block of L6 are free text of ext4_end_bio
-  EXPECT_EQ(l6->detail,
-            "I/O error writing to inode 6807 (offset 247382016 size 69632 starting block 2842621)");
+  EXPECT_EQ(l6->detail, "I/O error writing to inode 6807 (offset 247382016 size 69632 starting block 2842621)");
   auto l7 = ParseExt4Message(DmesgMessage(lines[6]));
   ASSERT_TRUE(l7);
   EXPECT_EQ(l7->level, "error");
@@ -247,20 +244,20 @@ TEST(KmsgClassify, Sample01Pi1Sdhci38Cmd12TimeoutExt4) {
 TEST(KmsgClassify, Sample02Pi3JessieSdhostTimeoutBlkUpdate) {
   EXPECT_EQ(ClassifySample("samples/kmsg/02-pi3-jessie-sdhost-timeout-blk-update.txt"),
             (std::vector<std::string>{
-                "timeout host=mmc0",                                   // L1 lower-case sdhost wording
-                "timeout device=mmcblk0 error=-110 sector=10372992",   // L2 transfer_error
-                "io_error device=mmcblk0 sector=3767312",              // L3 4.x blk_update_request
-                "remount_ro device=mmcblk0p2",                         // L4 jbd2 abort 'mmcblk0p2-8'
+                "timeout host=mmc0",                                  // L1 lower-case sdhost wording
+                "timeout device=mmcblk0 error=-110 sector=10372992",  // L2 transfer_error
+                "io_error device=mmcblk0 sector=3767312",             // L3 4.x blk_update_request
+                "remount_ro device=mmcblk0p2",                        // L4 jbd2 abort 'mmcblk0p2-8'
             }));
 }
 
 TEST(KmsgClassify, Sample03SdhostReduceOverclock) {
   EXPECT_EQ(ClassifySample("samples/kmsg/03-sdhost-reduce-overclock-62500000.txt"),
             (std::vector<std::string>{
-                "none",                             // L1 end of the register dump
-                "overclock_reduced host=mmc0",      // L2
-                "none",                             // L3 overclock_set: the new clock is read from debugfs ios
-                "timeout host=mmc0",                // L4
+                "none",                         // L1 end of the register dump
+                "overclock_reduced host=mmc0",  // L2
+                "none",                         // L3 overclock_set: the new clock is read from debugfs ios
+                "timeout host=mmc0",            // L4
             }));
   // note of the .expected: without a trailing newline old kernels glue the next printk on.
   EXPECT_EQ(Classify("mmc0: reducing overclock due to errorsmmc0: overclocking to 62500000Hz"),
@@ -304,12 +301,12 @@ TEST(KmsgClassify, Sample07Pi5CardDetectIsNotAnError) {
 TEST(KmsgClassify, Sample09UsbExt4AbortJournalRemountRo) {
   EXPECT_EQ(ClassifySample("samples/kmsg/09-usb-ext4-abort-journal-remount-ro.txt"),
             (std::vector<std::string>{
-                "io_error device=sda1",            // L1 buffer_io_error
-                "remount_ro device=sda1",          // L2 jbd2_abort 'sda1-8'
-                "io_error device=sda1 error=-5",   // L3 jbd2 superblock update error -5
-                "filesystem_error device=sda1",    // L4 Detected aborted journal
-                "remount_ro device=sda1",          // L5
-                "none",                            // L6-L8: daily summary, not new errors
+                "io_error device=sda1",           // L1 buffer_io_error
+                "remount_ro device=sda1",         // L2 jbd2_abort 'sda1-8'
+                "io_error device=sda1 error=-5",  // L3 jbd2 superblock update error -5
+                "filesystem_error device=sda1",   // L4 Detected aborted journal
+                "remount_ro device=sda1",         // L5
+                "none",                           // L6-L8: daily summary, not new errors
                 "none",
                 "none",
             }));
@@ -439,8 +436,7 @@ TEST(KmsgClassify, BufferAndJournalWording) {
   EXPECT_EQ(Classify("Buffer I/O error on device sda1, logical block 4544114"), "io_error device=sda1");
   EXPECT_EQ(Classify("Aborting journal on device dm-0-8."), "remount_ro device=dm-0");
   EXPECT_EQ(Classify("Aborting journal on device sdb1."), "remount_ro device=sdb1");
-  EXPECT_EQ(Classify("JBD2: Detected IO errors while flushing file data on mmcblk0p2-8"),
-            "io_error device=mmcblk0p2");
+  EXPECT_EQ(Classify("JBD2: Detected IO errors while flushing file data on mmcblk0p2-8"), "io_error device=mmcblk0p2");
   EXPECT_EQ(Classify("JBD2: Spotted dirty metadata buffer (dev = mmcblk0p2, blocknr = 0)."), "none");
 }
 

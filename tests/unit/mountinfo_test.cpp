@@ -118,8 +118,9 @@ TEST(Mountinfo, OptionalFieldsZeroOrMany) {
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->optional_fields.empty());
   EXPECT_EQ(none->fstype, "vfat");
-  auto many = ParseMountinfoLine("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:7 propagate_from:2 - ext3 "
-                                 "/dev/root rw,errors=continue");
+  auto many = ParseMountinfoLine(
+      "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:7 propagate_from:2 - ext3 "
+      "/dev/root rw,errors=continue");
   ASSERT_TRUE(many);
   EXPECT_EQ(many->root, "/mnt1");
   EXPECT_EQ(many->optional_fields, (std::vector<std::string>{"master:1", "shared:7", "propagate_from:2"}));

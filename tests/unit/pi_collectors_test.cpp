@@ -1,6 +1,7 @@
 // The Raspberry Pi collectors (mmc_ios, mmc_card, boot_config, board) on complete fixture roots
 // built from the samples (tests/fixtures/roots/<name>, sources in each SOURCES.md), compared with a
-// golden exposition file per root; and the failure and absence rules (a value that cannot be read is absent, not 0, and the reason is visible).
+// golden exposition file per root; and the failure and absence rules (a value that cannot be read is absent, not 0, and
+// the reason is visible).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -48,7 +49,8 @@ struct Four {
     FamilySink out(&text);
     ScrapeContext ctx{p, d};
     std::vector<bool> r;
-    for (Collector* c : std::initializer_list<Collector*>{&ios, &card, &boot, &board}) r.push_back(c->Collect(ctx, out).ok());
+    for (Collector* c : std::initializer_list<Collector*>{&ios, &card, &boot, &board})
+      r.push_back(c->Collect(ctx, out).ok());
     if (ok != nullptr) *ok = r;
     return text;
   }
@@ -118,9 +120,10 @@ TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_video_speed_class{device=\"mmcblk0\"}"), "30");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_app_perf_class{device=\"mmcblk0\"}"), "2");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "62277025792");
-  EXPECT_NE(t.find("date=\"2019-11\",device=\"mmcblk0\",fwrev=\"0x1\",maker=\"Kingston\",manfid=\"0x9f\",name=\"SD64G\","
-                   "oemid=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\",type=\"SD\""),
-            std::string::npos)
+  EXPECT_NE(
+      t.find("date=\"2019-11\",device=\"mmcblk0\",fwrev=\"0x1\",maker=\"Kingston\",manfid=\"0x9f\",name=\"SD64G\","
+             "oemid=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\",type=\"SD\""),
+      std::string::npos)
       << t;
   EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "0");
 }
@@ -157,7 +160,8 @@ TEST(MmcIos, UnreadableDebugfsFailsWithTheReason) {
   auto first = testing::Collect(c, ScrapeContext{p, d});
   auto second = testing::Collect(c, ScrapeContext{p, d});
   std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(first.result.error, p.debugfs + "/mmc0/ios: No such file or directory (is debugfs mounted at " + p.debugfs + "?)");
+  EXPECT_EQ(first.result.error,
+            p.debugfs + "/mmc0/ios: No such file or directory (is debugfs mounted at " + p.debugfs + "?)");
   EXPECT_EQ(second.result.error, first.result.error);
   EXPECT_EQ(second.text.find("diskprobe_mmc_ios_"), std::string::npos) << "ios series are absent";
   EXPECT_NE(second.text.find("diskprobe_mmc_host_info"), std::string::npos) << "host facts come from sysfs";

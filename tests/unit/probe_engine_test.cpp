@@ -67,14 +67,15 @@ class Rig {
   Rig() {
     char tmpl[] = "/tmp/diskprobe-engine-XXXXXX";
     root_ = ::mkdtemp(tmpl);
-    for (const char* d : {"sys/block", "sys/dev/block", "dev", "locks", "w", "state"}) fs::create_directories(root_ + "/" + d);
+    for (const char* d : {"sys/block", "sys/dev/block", "dev", "locks", "w", "state"})
+      fs::create_directories(root_ + "/" + d);
     AddDisk(kDisk);
     // The temp filesystem's st_dev resolves to the disk: write probes in w/ belong to it.
     struct stat st {};
     ::stat(root_.c_str(), &st);
-    fs::create_directory_symlink(root_ + "/sys/block/" + kDisk,
-                                 root_ + "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                                     std::to_string(minor(st.st_dev)));
+    fs::create_directory_symlink(
+        root_ + "/sys/block/" + kDisk,
+        root_ + "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)));
     env = std::make_shared<FakeEnv>(root_ + "/dev", root_ + "/locks");
   }
   ~Rig() { fs::remove_all(root_); }
@@ -97,12 +98,18 @@ class Rig {
   // `dirs`: the write directories (default w/, on the disk).
   std::shared_ptr<const config::Config> Config(const std::string& kinds, const std::string& extra = "",
                                                const std::string& dirs = "") const {
-    std::string y = "probes:\n"
-                    "  state_directory: " + path("state") + "\n"
-                    "  write_directories: [" + (dirs.empty() ? path("w") : dirs) + "]\n"
-                    "  probe_file_size: 1MiB\n"
-                    "  free_space_floor: 0\n"
-                    "  free_space_floor_ratio: 0\n" + extra;
+    std::string y =
+        "probes:\n"
+        "  state_directory: " +
+        path("state") +
+        "\n"
+        "  write_directories: [" +
+        (dirs.empty() ? path("w") : dirs) +
+        "]\n"
+        "  probe_file_size: 1MiB\n"
+        "  free_space_floor: 0\n"
+        "  free_space_floor_ratio: 0\n" +
+        extra;
     if (extra.find("busy_threshold:") == std::string::npos) y += "  busy_threshold: 1\n";  // off unless tested
     y += "  defaults:\n" + kinds;
     // Every kind `kinds` does not name is off.
@@ -313,19 +320,23 @@ TEST_F(EngineTest, ReadProbeRunsOnItsJitteredScheduleAndPublishes) {
 
 TEST_F(EngineTest, BusyDiskIsSkippedAndCountedThenProbedWhenIdle) {
   rig_.env->busy = true;
-  StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n", "  busy_threshold: 0.5\n  busy_window: 1s\n"));
-  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kSkippedBusy) >= 3; }));
+  StartManager(
+      rig_.Config("    randread: {enabled: true, interval: 1m}\n", "  busy_threshold: 0.5\n  busy_window: 1s\n"));
+  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60,
+                        [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kSkippedBusy) >= 3; }));
   EXPECT_TRUE(rig_.env->Opens().empty()) << "a busy disk is not touched";
   EXPECT_EQ(Runs(Stats(ProbeKind::kRandRead), RunResult::kOk), 0u);
   rig_.env->busy = false;
-  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 2; }));
+  ASSERT_TRUE(
+      StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 2; }));
 }
 
 TEST_F(EngineTest, BenchLockMakesTheDiskBusy) {
   auto lock = probes::DeviceLock::Acquire(rig_.path("locks"), kDisk);
   ASSERT_TRUE(lock.held()) << lock.error();
   StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n"));
-  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kSkippedBusy) >= 2; }));
+  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60,
+                        [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kSkippedBusy) >= 2; }));
   EXPECT_TRUE(rig_.env->Opens().empty());
 }
 
@@ -366,7 +377,8 @@ TEST_F(EngineTest, StopLeavesAThreadStuckInAnOperationBehind) {
 
 TEST_F(EngineTest, ReconfigureChangesTheKindsOnTheRunningThread) {
   StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n"));
-  ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 2; }));
+  ASSERT_TRUE(
+      StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 2; }));
   const int threads = rig_.env->threads_asked.load();
   manager_->Reconfigure(rig_.Config("    seqread: {enabled: true, interval: 2m, size: 64KiB, request_size: 16KiB}\n"));
   ASSERT_TRUE(StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kSeqRead), RunResult::kOk) >= 2; }));
@@ -420,15 +432,16 @@ TEST_F(EngineTest, AThreadThatCannotStartIsReportedOnceAndRetried) {
   rig_.env->RefuseThread(kDisk, false);
   ASSERT_TRUE(StepUntil(2, seconds(1), 10, [&] { return manager_->Unstarted().empty(); }));
   EXPECT_TRUE(Find(manager_->Snapshot(), kDisk));
-  ASSERT_TRUE(StepUntil(3, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 1; }));
+  ASSERT_TRUE(
+      StepUntil(3, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 1; }));
 }
 
 TEST_F(EngineTest, DirectoryProblemsAreLoggedOncePerManager) {
   LogCapture logs;
   // The configured write directory is a symlink: refused, whatever it points at.
   fs::create_directory_symlink(rig_.path("w"), rig_.path("link"));
-  auto cfg = rig_.Config("    randread: {enabled: true, interval: 1m}\n    write: {enabled: true}\n",
-                         "", rig_.path("link"));
+  auto cfg =
+      rig_.Config("    randread: {enabled: true, interval: 1m}\n    write: {enabled: true}\n", "", rig_.path("link"));
   StartManager(cfg);
   for (int i = 0; i < 3; ++i) {
     manager_->Reconfigure(cfg);  // as SIGHUP does

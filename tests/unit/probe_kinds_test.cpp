@@ -60,7 +60,8 @@ TEST(ProbeKinds, ConfigAcceptsExactlyEachRowsKeys) {
       const bool accepted = row.Accepts(static_cast<ProbeKey>(k));
       // A value valid for any key that takes it: a whole 4 KiB-multiple size or count.
       const std::string value = key == "enabled" ? "true" : key == "interval" ? "1m" : key == "ops" ? "8" : "8KiB";
-      auto r = LoadString("probes:\n  defaults:\n    " + std::string(row.name) + ": {" + key + ": " + value + "}\n", "k.yml");
+      auto r = LoadString("probes:\n  defaults:\n    " + std::string(row.name) + ": {" + key + ": " + value + "}\n",
+                          "k.yml");
       if (accepted) {
         // size alone may break the sequential rule against the default request_size; only "unknown key" matters.
         for (const auto& e : r.errors) EXPECT_EQ(e.message.find("unknown key"), std::string::npos) << e.ToString();

@@ -64,7 +64,8 @@ TEST(ProbeFile, CreatesExclusivelyFilledWithHeader) {
   EXPECT_EQ(text.substr(0, 15), "DISKPROBE-FILE1");
   EXPECT_EQ(text.substr(4096 * 7, 8), "DPBLOCK2");
   std::uint64_t off = 0;
-  for (int i = 0; i < 8; ++i) off |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[4096 * 7 + 8 + i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    off |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[4096 * 7 + 8 + i])) << (8 * i);
   EXPECT_EQ(off, 4096u * 7);
 }
 
@@ -205,8 +206,8 @@ TEST(ProbeFile, HeaderRoundTripAndRejects) {
 }
 
 TEST(FreeSpaceFloor, SmallerOfBytesAndRatio) {
-  EXPECT_EQ(FreeSpaceFloor(64ull << 30, 256ull << 20, 0.05), 256ull << 20);   // 5 % of 64 GiB is more
-  EXPECT_EQ(FreeSpaceFloor(1ull << 30, 256ull << 20, 0.05), 53687091u);       // 5 % of 1 GiB is less
+  EXPECT_EQ(FreeSpaceFloor(64ull << 30, 256ull << 20, 0.05), 256ull << 20);  // 5 % of 64 GiB is more
+  EXPECT_EQ(FreeSpaceFloor(1ull << 30, 256ull << 20, 0.05), 53687091u);      // 5 % of 1 GiB is less
 }
 
 TEST(RandomOffsets, DistinctAlignedInRange) {
@@ -252,8 +253,15 @@ TEST(Runners, RandReadAndWriteOnFiles) {
   s.ops = 8;
   s.block_size = 4096;
   std::uint64_t budget_taken = 0;
-  RunEnv env{s, &started, 10'000'000'000, rng, [&](double secs) { stats.Observe(secs); },
-             [&](std::uint64_t b) { budget_taken += b; return true; }};
+  RunEnv env{s,
+             &started,
+             10'000'000'000,
+             rng,
+             [&](double secs) { stats.Observe(secs); },
+             [&](std::uint64_t b) {
+               budget_taken += b;
+               return true;
+             }};
   RunOutcome w = RunWrite(*f, env);
   EXPECT_EQ(w.error, 0);
   EXPECT_EQ(w.ops, 8u);

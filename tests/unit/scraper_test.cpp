@@ -25,7 +25,8 @@ using collectors::ScrapeContext;
 // throws instead.
 class Scripted : public collectors::Collector {
  public:
-  Scripted(std::string family, std::deque<std::string> errors) : family_(std::move(family)), errors_(std::move(errors)) {}
+  Scripted(std::string family, std::deque<std::string> errors)
+      : family_(std::move(family)), errors_(std::move(errors)) {}
   CollectResult Collect(const ScrapeContext& ctx, FamilySink& out) override {
     ++calls;
     devices_seen = ctx.devices.size();

@@ -32,7 +32,7 @@ TEST(ParseNumber, WholeStringDecimal) {
   EXPECT_EQ(ParseNumber<std::uint64_t>("18446744073709551615"), std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(ParseNumber<std::uint64_t>(""), std::nullopt);
   EXPECT_EQ(ParseNumber<std::uint64_t>("12a"), std::nullopt);
-  EXPECT_EQ(ParseNumber<std::uint64_t>("12 "), std::nullopt);   // no trimming of its own
+  EXPECT_EQ(ParseNumber<std::uint64_t>("12 "), std::nullopt);  // no trimming of its own
   EXPECT_EQ(ParseNumber<std::uint64_t>(" 12"), std::nullopt);
   EXPECT_EQ(ParseNumber<std::uint64_t>("0x10"), std::nullopt);  // hex only through ParseHex
 }

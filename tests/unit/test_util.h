@@ -14,15 +14,16 @@
 namespace diskprobe::testing {
 
 // True under CI=true, where a test that needs root, a device or a kernel feature must run
-// (CI machines have them, so a skip there would hide a failure): DISKPROBE_SKIP_OUTSIDE_CI fails there and skips elsewhere.
+// (CI machines have them, so a skip there would hide a failure): DISKPROBE_SKIP_OUTSIDE_CI fails there and skips
+// elsewhere.
 inline bool UnderCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
 }
-#define DISKPROBE_SKIP_OUTSIDE_CI(why)                              \
-  do {                                                              \
-    if (::diskprobe::testing::UnderCi()) FAIL() << why;             \
-    GTEST_SKIP() << why;                                            \
+#define DISKPROBE_SKIP_OUTSIDE_CI(why)                  \
+  do {                                                  \
+    if (::diskprobe::testing::UnderCi()) FAIL() << why; \
+    GTEST_SKIP() << why;                                \
   } while (0)
 
 inline std::string Fixture(const std::string& rel) { return std::string(DISKPROBE_FIXTURES_DIR) + "/" + rel; }

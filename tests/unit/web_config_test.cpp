@@ -52,7 +52,9 @@ TEST_F(WebConfigTest, EmptyMeansPlainHttpWithoutAuth) {
 TEST_F(WebConfigTest, EveryKeyWeSupport) {
   WebConfigResult r = Parse(std::string("tls_server_config:\n"
                                         "  cert_file: server.crt\n"
-                                        "  key_file: ") + dir_ + "/server.key\n"
+                                        "  key_file: ") +
+                            dir_ +
+                            "/server.key\n"
                             "  min_version: TLS13\n"
                             "  max_version: TLS13\n"
                             "  client_auth_type: RequireAndVerifyClientCert\n"
@@ -60,7 +62,9 @@ TEST_F(WebConfigTest, EveryKeyWeSupport) {
                             "http_server_config:\n"
                             "  http2: false\n"
                             "basic_auth_users:\n"
-                            "  alice: " + kAliceHash + "\n"
+                            "  alice: " +
+                            kAliceHash +
+                            "\n"
                             "  bob: '$2b$12$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234'\n");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].ToString());
   ASSERT_TRUE(r.config->tls);
@@ -95,8 +99,9 @@ TEST_F(WebConfigTest, UnknownKeys) {
                 "web.yml:4:3: tls_server_config.certfile: unknown key (known keys: cert_file, key_file, "
                 "client_auth_type, client_ca_file, min_version, max_version, cipher_suites, curve_preferences, "
                 "prefer_server_cipher_suites, client_allowed_sans, cert, key, client_ca)"}));
-  EXPECT_EQ(Errors("http_server_config:\n  http3: true\n"),
-            (std::vector<std::string>{"web.yml:2:3: http_server_config.http3: unknown key (known keys: http2, headers)"}));
+  EXPECT_EQ(
+      Errors("http_server_config:\n  http3: true\n"),
+      (std::vector<std::string>{"web.yml:2:3: http_server_config.http3: unknown key (known keys: http2, headers)"}));
   EXPECT_EQ(Errors("- tls_server_config\n"), (std::vector<std::string>{"web.yml:1:1: must be a mapping, got a list"}));
 }
 
@@ -136,9 +141,10 @@ TEST_F(WebConfigTest, Versions) {
   EXPECT_EQ(Errors("tls_server_config: {cert_file: server.crt, key_file: server.key, min_version: TLS1.2}\n"),
             (std::vector<std::string>{"web.yml:1:79: tls_server_config.min_version: must be one of TLS10, TLS11, "
                                       "TLS12, TLS13, got \"TLS1.2\""}));
-  EXPECT_EQ(Errors("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS13\n"
-                   "  max_version: TLS12\n"),
-            (std::vector<std::string>{"web.yml:5:16: tls_server_config.max_version: TLS12 is below min_version TLS13"}));
+  EXPECT_EQ(
+      Errors("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS13\n"
+             "  max_version: TLS12\n"),
+      (std::vector<std::string>{"web.yml:5:16: tls_server_config.max_version: TLS12 is below min_version TLS13"}));
 }
 
 TEST_F(WebConfigTest, ClientAuthentication) {
@@ -162,9 +168,9 @@ TEST_F(WebConfigTest, ClientAuthentication) {
 }
 
 TEST_F(WebConfigTest, Users) {
-  EXPECT_EQ(Errors("basic_auth_users: [alice]\n"),
-            (std::vector<std::string>{
-                "web.yml:1:19: basic_auth_users: must be a mapping of user names to bcrypt hashes"}));
+  EXPECT_EQ(
+      Errors("basic_auth_users: [alice]\n"),
+      (std::vector<std::string>{"web.yml:1:19: basic_auth_users: must be a mapping of user names to bcrypt hashes"}));
   EXPECT_EQ(Errors("basic_auth_users:\n  alice: wonderland\n"),
             (std::vector<std::string>{
                 "web.yml:2:10: basic_auth_users.alice: must be a bcrypt hash ($2a$, $2b$ or $2y$, cost 04-31, 60 "

@@ -3,8 +3,8 @@
 //
 // Everything that needs OpenSSL lives in those two dlopen'ed libraries, not in the exporter: the
 // exporter binary does not link libssl.so.3 or libcrypto.so.3, so a node without
-// --web.config.file never maps them (about 1.7 MiB of RSS, against a target of a third of node_exporter's). The exporter
-// finds these functions with dlsym() on the compat handles after LoadOpenSslCompat().
+// --web.config.file never maps them (about 1.7 MiB of RSS, against a target of a third of node_exporter's). The
+// exporter finds these functions with dlsym() on the compat handles after LoadOpenSslCompat().
 //
 // Plain C types only: the libraries are built from the same tree, but a C ABI keeps the boundary
 // obvious and free of std:: layouts.

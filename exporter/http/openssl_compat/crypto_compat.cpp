@@ -13,8 +13,8 @@ extern "C" __attribute__((visibility("default"))) int diskprobe_openssl_compat_c
 extern "C" __attribute__((visibility("default"))) int dp_compat_hmac_sha256(const void* key, size_t key_len, void* msg,
                                                                             size_t msg_len, unsigned char out[32]) {
   unsigned int len = 0;
-  const unsigned char* r = HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char*>(msg),
-                                msg_len, out, &len);
+  const unsigned char* r =
+      HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char*>(msg), msg_len, out, &len);
   OPENSSL_cleanse(msg, msg_len);
   return r != nullptr && len == 32 ? 0 : -1;
 }

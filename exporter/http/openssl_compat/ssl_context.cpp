@@ -50,12 +50,8 @@ SSL_CTX* Build(const diskprobe_tls_options& o, std::string* error) {
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
 
   switch (o.client_auth) {
-    case DISKPROBE_NO_CLIENT_CERT:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
-      break;
-    case DISKPROBE_REQUEST_CLIENT_CERT:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &AcceptAny);
-      break;
+    case DISKPROBE_NO_CLIENT_CERT: SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr); break;
+    case DISKPROBE_REQUEST_CLIENT_CERT: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &AcceptAny); break;
     case DISKPROBE_REQUIRE_ANY_CLIENT_CERT:
       SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, &AcceptAny);
       break;
@@ -70,8 +66,7 @@ SSL_CTX* Build(const diskprobe_tls_options& o, std::string* error) {
       SSL_CTX_set_verify(ctx, mode, nullptr);
       break;
     }
-    default:
-      return fail("unknown client_auth_type " + std::to_string(o.client_auth));
+    default: return fail("unknown client_auth_type " + std::to_string(o.client_auth));
   }
   return ctx;
 }
