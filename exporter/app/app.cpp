@@ -82,8 +82,10 @@ std::optional<std::vector<std::string>> ListenAddresses(const std::vector<std::s
       std::fprintf(stderr, "%s\n", err.c_str());
       return std::nullopt;
     }
+    // Port 0 twice is two addresses: the kernel picks a free port for each.
+    const bool any_port = port->ends_with(":0");
     for (const auto& [other_port, other] : ports)
-      if (*port == other_port) {
+      if (!any_port && *port == other_port) {
         std::fprintf(stderr, "--web.listen-address: %s and %s are the same address (%s)\n", other.c_str(), a.c_str(),
                      port->c_str());
         return std::nullopt;

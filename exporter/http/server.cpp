@@ -711,8 +711,10 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
     sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p->substr(p->rfind(':') + 1))));
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     const int yes = 1;
+    // The longest backlog the kernel allows (net.core.somaxconn): when a connect flood fills a
+    // short one, the kernel drops a scraper's SYN and its connect waits for the 1 s retransmit.
     if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 128) != 0) {
+        ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, SOMAXCONN) != 0) {
       *error = "cannot listen on " + *p + ": " + std::strerror(errno);
       if (fd >= 0) ::close(fd);
       return false;

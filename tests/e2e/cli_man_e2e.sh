@@ -78,6 +78,9 @@ done
 "$BIN" --config.check --web.telemetry-path=/probe/metrics_v2 >/dev/null 2>&1; rc_tp_ok=$?
 "$BIN" --web.listen-address=127.0.0.1:1,127.0.0.1:1 >/dev/null 2>"$WORK/err5"; rc_dup=$?
 "$BIN" --web.listen-address=:1 --web.listen-address=0.0.0.0:1 >/dev/null 2>"$WORK/err6"; rc_dup2=$?
+# Port 0 twice is two addresses (a free port each), not a duplicate.
+timeout 3 "$BIN" --web.listen-address=127.0.0.1:0,127.0.0.1:0 --no-collector.probes --no-collector.kmsg \
+  >/dev/null 2>"$WORK/err7"
 "$BIN" --help | grep -q '{false}'; rc_false=$?
 echo "  $(head -n1 "$WORK/err1")"
 echo "  $(head -n1 "$WORK/err3")"
@@ -92,6 +95,8 @@ check "a telemetry path that is another endpoint or not URL-safe is a usage erro
   test "$rc_tp:$rc_tp_ok" = " 2 2 2 2 2:0"
 check "the same listen address twice is refused by name (rc $rc_dup, $rc_dup2): $(head -n1 "$WORK/err6")" \
   bash -c "[ $rc_dup:$rc_dup2 = 1:1 ] && grep -q 'the same address' '$WORK/err5' && grep -q ':1 and 0.0.0.0:1 are the same address' '$WORK/err6'"
+check "two port-0 addresses listen on two ports: $(grep -o 'address=[^ ]*' "$WORK/err7" | head -n1)" \
+  bash -c "grep 'msg=listening' '$WORK/err7' | grep -qE 'address=\"?127\\.0\\.0\\.1:[0-9]+,127\\.0\\.0\\.1:[0-9]+'"
 check "--help does not print {false} after the collector flags (they are on by default)" test "$rc_false" = 1
 
 [ "$FAILURES" = 0 ] && echo "all checks passed" || echo "$FAILURES check(s) failed"
