@@ -69,9 +69,12 @@ class FakeEnv : public probes::Env {
   }
 
   // Waits until `threads` threads wait having seen the current time. False after 60 s of real time.
-  bool Settle(int threads) {
+  // Waits until `threads` threads wait at the current fake time, or `done` (when given) holds;
+  // false after 60 s of real time.
+  bool Settle(int threads, const std::function<bool()>& done = {}) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < until) {
+      if (done && done()) return true;
       {
         std::lock_guard<std::mutex> g(mu_);
         int n = 0;

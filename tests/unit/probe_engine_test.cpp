@@ -272,7 +272,8 @@ class EngineTest : public ::testing::Test {
   bool StepUntil(int threads, std::chrono::nanoseconds step, int max_steps, const std::function<bool()>& done) {
     for (int i = 0; i < max_steps; ++i) {
       if (done()) return true;
-      if (!rig_.env->Settle(threads)) return false;
+      if (!rig_.env->Settle(threads, done)) return false;
+      if (done()) return true;
       rig_.env->Advance(step);
     }
     return done();
@@ -347,7 +348,7 @@ TEST_F(EngineTest, StallIsVisibleWhileTheOperationHangsAndClearsWhenItReturns) {
     if (hang.exchange(false)) gate.Wait();
   };
   StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n", "  op_deadline: 5s\n"));
-  ASSERT_TRUE(StepUntil(1, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
+  ASSERT_TRUE(StepUntil(2, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
   ASSERT_TRUE(gate.AwaitWaiter());
   EXPECT_FALSE(manager_->Stalled().at(0).second) << "not yet past op_deadline";
   rig_.env->Advance(seconds(6));
@@ -368,7 +369,7 @@ TEST_F(EngineTest, StopLeavesAThreadStuckInAnOperationBehind) {
   auto gate = std::make_shared<Gate>();
   rig_.env->open_hook = [gate](const Device&) { gate->Wait(); };
   StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n"));
-  ASSERT_TRUE(StepUntil(1, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
+  ASSERT_TRUE(StepUntil(2, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
   ASSERT_TRUE(gate->AwaitWaiter());
   EXPECT_FALSE(manager_->Stop(milliseconds(200))) << "a stuck thread is reported, not waited for";
   manager_.reset();  // the worker outlives the manager: it owns itself and the Env
@@ -396,7 +397,7 @@ TEST_F(EngineTest, DiskRemovedMidRunIsDroppedAndItsThreadEnds) {
   Gate gate;
   rig_.env->open_hook = [&](const Device&) { gate.Wait(); };
   StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n"));
-  ASSERT_TRUE(StepUntil(1, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
+  ASSERT_TRUE(StepUntil(2, seconds(1), 120, [&] { return !rig_.env->Opens().empty(); }));
   ASSERT_TRUE(gate.AwaitWaiter());
   // The card is pulled while its read is in flight.
   const std::uint64_t generation = manager_->Generation();
