@@ -11,6 +11,9 @@ BUILD    ?= build
 JOBS     ?= 2
 ARGS     ?=
 CMAKE_FLAGS ?=
+# Warnings as errors: off for users (a newer compiler's new warning must not stop `make run`), on
+# in CI (.ci/run sets WERROR=ON).
+WERROR   ?= OFF
 CTEST_ARGS ?=
 
 .PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross
@@ -24,7 +27,7 @@ deps-test:
 	scripts/install-deps.sh test
 
 configure:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON -DDISKPROBE_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
