@@ -95,7 +95,9 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
   off_t off = 0;
   bool truncated = false;
   while ((n = ::pread(fd_, buf.data(), buf.size(), off)) > 0) {
-    if (text.size() + static_cast<std::size_t>(n) > max_mountinfo_bytes_) {
+    const std::size_t room = max_mountinfo_bytes_ - text.size();
+    if (static_cast<std::size_t>(n) > room) {
+      text.append(buf.data(), room);
       truncated = true;
       break;
     }
@@ -180,7 +182,8 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
   // mount) wins. Bind mounts of a subdirectory (root "/var/lib/kubelet/pods/...") share the
   // superblock and its read-only state with the root mount, and come and go with pods: counted,
   // not exported. A filesystem visible only through such bind mounts (a container's namespace)
-  // gets one series, its first mount. At most kMaxFilesystemSeries series, in label order.
+  // gets one series, its first mount. At most kMaxFilesystemSeries series: each filesystem's first
+  // (in label order), then the others in label order.
   fs_.clear();
   ext4_.clear();
   omitted_bind_ = omitted_limit_ = 0;
@@ -205,13 +208,14 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
     all[{where.disk, m.fstype, m.mount_point, where.partition}] =
         parsers::IsReadOnly(fd_is_self_ ? std::string_view() : std::string_view(m.mount_options), m.super_options);
   }
-  for (auto& [k, v] : all) {
-    if (fs_.size() >= kMaxFilesystemSeries) {
-      ++omitted_limit_;
-      continue;
-    }
-    fs_.emplace(k, v);
-  }
+  // Every filesystem's first series before any filesystem's second: a hundred mounts of the root
+  // filesystem must not crowd out the boot partition.
+  std::set<std::string> has_series;
+  for (const auto& [k, v] : all)
+    if (fs_.size() < kMaxFilesystemSeries && has_series.insert(std::get<3>(k)).second) fs_.emplace(k, v);
+  for (const auto& [k, v] : all)
+    if (fs_.size() < kMaxFilesystemSeries) fs_.emplace(k, v);
+  omitted_limit_ = all.size() - fs_.size();
   derived_version_ = version_;
   return true;
 }

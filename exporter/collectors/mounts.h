@@ -23,8 +23,8 @@
 //   - series: one per mount of a filesystem's root (mountinfo root "/"); bind mounts of a
 //     subdirectory are counted in diskprobe_filesystem_mounts_omitted{reason="bind"} (they share
 //     the superblock, whose read-only state the root mount shows). A filesystem seen only through
-//     such bind mounts gets one series, its first mount. At most kMaxFilesystemSeries series, the
-//     first in label order; the rest in diskprobe_filesystem_mounts_omitted{reason="limit"}.
+//     such bind mounts gets one series, its first mount. At most kMaxFilesystemSeries series: one
+//     per filesystem first, then the others, each in label order; the rest in diskprobe_filesystem_mounts_omitted{reason="limit"}.
 //   - memory: only the lines of monitored disks' filesystems are kept, not the table.
 //   - mountinfo is read whole up to kMaxMountinfoBytes: fs.mount-max (default 100,000 mounts per
 //     namespace, Documentation/admin-guide/sysctl/fs.rst) at ~300 bytes a line is 30 MB. Beyond

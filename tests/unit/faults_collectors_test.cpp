@@ -109,8 +109,11 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   EXPECT_NE(text.find("mountpoint=\"/media/pi/USB STICK\",partition=\"sda1\"} 1\n"), std::string::npos);
   // errors=remount-ro is a policy, not a state.
   EXPECT_NE(text.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos);
-  // Mounted over: one series, the visible (later) mount.
-  EXPECT_EQ(text.find("mountpoint=\"/var/log\",partition=\"mmcblk0p2\"} 0"), std::string::npos);
+  // Bind mounts of a subdirectory (/var/log twice, /srv/backup): counted, no series; the root
+  // mounts of the same filesystems show their superblock's state.
+  EXPECT_EQ(text.find("mountpoint=\"/var/log\""), std::string::npos);
+  EXPECT_EQ(text.find("mountpoint=\"/srv/backup\""), std::string::npos);
+  EXPECT_EQ(SampleValue(text, "diskprobe_filesystem_mounts_omitted{reason=\"bind\"}"), 3.0);
   // Not on a monitored disk.
   EXPECT_EQ(text.find("/snap/core22"), std::string::npos);
   EXPECT_EQ(text.find("/data\""), std::string::npos);
@@ -205,6 +208,8 @@ TEST(Mounts, BindMountsAndSeriesAreBounded) {
         << "/volumes/v rw,relatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
     for (int i = 0; i < 100; ++i)
       m << 20000 + i << " 27 179:2 / /srv/root" << i << " rw,relatime - ext4 /dev/mmcblk0p2 rw\n";
+    // Mounted over: one series, the visible (later) mount.
+    m << "29000 27 179:2 / /srv/root0 rw,relatime - ext4 /dev/mmcblk0p2 ro\n";
     // A filesystem seen only through a bind mount keeps one series.
     m << "30000 27 179:1 /overlays /mnt/overlays rw - vfat /dev/mmcblk0p1 rw\n";
     m << "30001 27 179:1 /overlays /mnt/overlays2 rw - vfat /dev/mmcblk0p1 rw\n";
@@ -222,6 +227,7 @@ TEST(Mounts, BindMountsAndSeriesAreBounded) {
   EXPECT_EQ(series, MountsCollector::kMaxFilesystemSeries);
   EXPECT_EQ(out.text.find("/var/lib/kubelet"), std::string::npos);
   EXPECT_NE(out.text.find("mountpoint=\"/mnt/overlays\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("mountpoint=\"/srv/root0\",partition=\"mmcblk0p2\"} 1\n"), std::string::npos);
   EXPECT_EQ(SampleValue(out.text, "diskprobe_filesystem_mounts_omitted{reason=\"bind\"}"), 10001.0);
   // 101 root mounts of mmcblk0p2 + 1 of mmcblk0p1 = 102 candidates, 64 exported.
   EXPECT_EQ(SampleValue(out.text, "diskprobe_filesystem_mounts_omitted{reason=\"limit\"}"),
