@@ -34,6 +34,22 @@ std::optional<std::pair<unsigned, unsigned>> ReadDevNumber(const std::string& pa
   return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
 }
 
+// The third field of a mountinfo line, "179:2" -> (179, 2); nullopt when it is not there.
+std::optional<std::pair<unsigned, unsigned>> DevField(std::string_view line) {
+  for (int skip = 0; skip < 2; ++skip) {
+    std::size_t sp = line.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    line.remove_prefix(sp + 1);
+  }
+  std::string_view field = line.substr(0, line.find(' '));
+  std::size_t colon = field.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto major = util::ParseU64(field.substr(0, colon));
+  auto minor = util::ParseU64(field.substr(colon + 1));
+  if (!major || !minor) return std::nullopt;
+  return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
+}
+
 struct Filesystem {
   BlockLocation where;
   std::string mountpoint, fstype;
@@ -127,13 +143,15 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
       ++mounts_seen_;
       // Only mounts of monitored disks are kept: a host with 50,000 mounts (bind mounts of
       // kubelet volumes) holds a few of them, not the table.
+      // Field 3 ("major:minor") decides before the line is parsed and decoded.
+      if (auto dev = DevField(line); !dev || map_.count(*dev) == 0) continue;
       std::optional<parsers::MountInfo> m = parsers::ParseMountinfoLine(line);
       if (m && map_.count({m->major, m->minor}) != 0) mounts_.push_back(std::move(*m));
     }
-    truncation_error_ =
-        truncated ? fd_procfs_ + " mountinfo: larger than " + std::to_string(max_mountinfo_bytes_) +
-                        " bytes; read the first " + std::to_string(mounts_seen_) + " mounts, the rest not seen"
-                  : std::string();
+    truncation_error_ = truncated ? fd_procfs_ + " mountinfo: larger than " + std::to_string(max_mountinfo_bytes_) +
+                                        " bytes; read the first " + std::to_string(mounts_seen_) +
+                                        " mounts, the rest not seen"
+                                  : std::string();
     // On procfs the poll says when the table changed: the text need not be kept.
     mounts_text_ = fd_on_procfs_ ? std::string() : std::move(text);
     force_read_ = false;
@@ -190,7 +208,8 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> all;
   std::set<std::string> with_root;
   for (const parsers::MountInfo& m : mounts_)
-    if (auto it = map_.find({m.major, m.minor}); it != map_.end() && m.root == "/") with_root.insert(it->second.partition);
+    if (auto it = map_.find({m.major, m.minor}); it != map_.end() && m.root == "/")
+      with_root.insert(it->second.partition);
   std::set<std::string> fallback_done;
   for (const parsers::MountInfo& m : mounts_) {
     auto it = map_.find({m.major, m.minor});

@@ -24,7 +24,8 @@
 //     subdirectory are counted in diskprobe_filesystem_mounts_omitted{reason="bind"} (they share
 //     the superblock, whose read-only state the root mount shows). A filesystem seen only through
 //     such bind mounts gets one series, its first mount. At most kMaxFilesystemSeries series: one
-//     per filesystem first, then the others, each in label order; the rest in diskprobe_filesystem_mounts_omitted{reason="limit"}.
+//     per filesystem first, then the others, each in label order; the rest in
+//     diskprobe_filesystem_mounts_omitted{reason="limit"}.
 //   - memory: only the lines of monitored disks' filesystems are kept, not the table.
 //   - mountinfo is read whole up to kMaxMountinfoBytes: fs.mount-max (default 100,000 mounts per
 //     namespace, Documentation/admin-guide/sysctl/fs.rst) at ~300 bytes a line is 30 MB. Beyond
@@ -103,12 +104,12 @@ class MountsCollector : public Collector {
   // superblock options tell whether the filesystem is read-only.
   bool fd_is_self_ = false;
   std::vector<parsers::MountInfo> mounts_;  // the mounts on map_'s devices only
-  std::string mounts_text_;  // the mountinfo text mounts_ was parsed from (not kept on procfs)
-  bool force_read_ = false;  // map_ changed: mounts_ must be filtered anew from the table
-  std::size_t mounts_seen_ = 0;           // lines of the table as read
-  std::string truncation_error_;          // "" unless the table was larger than kMaxMountinfoBytes
+  std::string mounts_text_;                 // the mountinfo text mounts_ was parsed from (not kept on procfs)
+  bool force_read_ = false;                 // map_ changed: mounts_ must be filtered anew from the table
+  std::size_t mounts_seen_ = 0;             // lines of the table as read
+  std::string truncation_error_;            // "" unless the table was larger than kMaxMountinfoBytes
   std::size_t omitted_bind_ = 0, omitted_limit_ = 0;
-  DeviceList map_devices_;   // the device list map_ was built for
+  DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};
   util::SysfsAttributes ext4_files_;  // the ext4 error attributes, kept open

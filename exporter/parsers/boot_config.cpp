@@ -219,8 +219,7 @@ class Evaluator {
     }
     if (total_bytes_ + content->size() > in_.max_total_bytes) {
       Diag("include_limit",
-           "include " + path + ": more than " + std::to_string(in_.max_total_bytes) + " bytes of text in total",
-           where);
+           "include " + path + ": more than " + std::to_string(in_.max_total_bytes) + " bytes of text in total", where);
       return;
     }
     ++out_.includes_followed;

@@ -69,8 +69,8 @@ struct BootConfigInput {
   BootFileLoader load_file;              // empty: includes are reported, not followed
   std::string file_name = "config.txt";  // name used in diagnostics and loop detection
   unsigned max_include_depth = 8;
-  unsigned max_includes = 64;                  // includes followed in total (repeats count)
-  std::size_t max_total_bytes = 1u << 20;      // text evaluated in total, config.txt included
+  unsigned max_includes = 64;              // includes followed in total (repeats count)
+  std::size_t max_total_bytes = 1u << 20;  // text evaluated in total, config.txt included
 };
 
 struct BootConfigLocation {

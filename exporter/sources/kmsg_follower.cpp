@@ -210,8 +210,8 @@ void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
   }
   std::pair<std::string, std::string> key{disk, host};
   if (devices_.count(key) == 0) {
-    const bool monitored = disk.empty() ? resolver_->IsHost(host)
-                                        : (monitored_ ? monitored_(disk) : resolver_->IsDisk(disk));
+    const bool monitored =
+        disk.empty() ? resolver_->IsHost(host) : (monitored_ ? monitored_(disk) : resolver_->IsDisk(disk));
     if (!monitored) {
       unattributed_[{Reason::kUnmonitored, e.kind}] += n;
       return;
@@ -241,10 +241,10 @@ void KmsgCounter::Appeared(const std::string& name) {
 // --- KmsgFollower ----------------------------------------------------------------------------
 
 KmsgFollower::KmsgFollower(std::string path, std::string sysfs)
-    : path_(std::move(path)),
-      resolver_(std::move(sysfs)),
+    : path_(std::move(path)), resolver_(std::move(sysfs)),
       // Called by the counter with mu_ held (Feed, OnIdle).
-      counter_(&resolver_, [this](const std::string& disk) { return filter_.Selects(disk) && resolver_.IsDisk(disk); }) {}
+      counter_(&resolver_,
+               [this](const std::string& disk) { return filter_.Selects(disk) && resolver_.IsDisk(disk); }) {}
 
 void KmsgFollower::SetDeviceFilter(config::DevicesConfig filter) {
   std::lock_guard<std::mutex> lock(mu_);

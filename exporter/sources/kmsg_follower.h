@@ -197,9 +197,9 @@ class KmsgFollower {
   KmsgCounter counter_;
   std::string error_;
   bool drained_ = false;
-  std::string partial_;   // stream mode: bytes of an unfinished line, < kKmsgRecordMax
+  std::string partial_;    // stream mode: bytes of an unfinished line, < kKmsgRecordMax
   bool skipping_ = false;  // stream mode: inside an oversized line, until its newline
-  std::string record_;    // stream mode: the record being assembled, <= kKmsgRecordMax
+  std::string record_;     // stream mode: the record being assembled, <= kKmsgRecordMax
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
 };

@@ -345,7 +345,7 @@ TEST(KmsgCounter, DeviceNamesAreBounded) {
   const int n = 20000;
   for (int i = 0; i < n; ++i)
     c.AddRecord("3," + std::to_string(i) + ",0,-;I/O error, dev fake" + std::to_string(i) + "q, sector 8\n");
-  c.AddRecord("3,20000,0,-;I/O error, dev sda, sector 8\n");    // a disk of the fixture
+  c.AddRecord("3,20000,0,-;I/O error, dev sda, sector 8\n");                  // a disk of the fixture
   c.AddRecord("3,20001,0,-;mmc7: error -110 whilst initialising SD card\n");  // a host sysfs does not know
   c.Idle();
   KmsgCounts want = {{{"sda", "", KmsgKind::kIoError}, 1}};
@@ -532,7 +532,7 @@ TEST(KmsgFollower, OversizedLinesAreSkippedAndCounted) {
   put("3,2,0,-;");
   for (int i = 0; i < 64; ++i) put(chunk);  // 4 MiB of one line
   put("\n3,3,0,-;I/O error, dev sda, sector 16\n");
-  put("3,4,0,-;" + std::string(parsers::kKmsgRecordMax, 'y') + "\n");  // just over the size
+  put("3,4,0,-;" + std::string(parsers::kKmsgRecordMax, 'y') + "\n");       // just over the size
   put("3,5,0,-;" + std::string(parsers::kKmsgRecordMax - 16, 'z') + "\n");  // within it
   ::close(p[1]);
   KmsgSnapshot s = WaitDrained(f, 3);
