@@ -126,8 +126,8 @@ mkdir -p rules file_sd
 sed -e "s#/etc/prometheus/rules/#$E2E_WORK/rules/#; s#/etc/prometheus/file_sd/#$E2E_WORK/file_sd/#" \
     -e 's/^\(\s*\(scrape\|evaluation\)_interval:\) 30s$/\1 1s/; s/^\(\s*scrape_timeout:\) 10s$/\1 1s/' \
     "$SRC/deploy/prometheus/prometheus.yml" >prometheus.yml
-check "the shipped prometheus.yml was rewritten in 7 lines (3 paths, 4 intervals)" \
-  test "$(diff <(grep -v '^ *#' "$SRC/deploy/prometheus/prometheus.yml") <(grep -v '^ *#' prometheus.yml) | grep -c '^>')" = 7
+check "the shipped prometheus.yml was rewritten in 8 lines (4 paths, 4 intervals)" \
+  test "$(diff <(grep -v '^ *#' "$SRC/deploy/prometheus/prometheus.yml") <(grep -v '^ *#' prometheus.yml) | grep -c '^>')" = 8
 cp "$SRC/deploy/prometheus/rules/diskprobe-recording.rules.yml" rules/
 sed 's/^\(\s*for:\).*/\1 5s/' "$SRC/deploy/prometheus/rules/diskprobe-alerts.rules.yml" >rules/diskprobe-alerts.rules.yml
 check "promtool check config on the test copy" bash -c "promtool check config prometheus.yml >/dev/null"
