@@ -281,6 +281,8 @@ def rule_outputs(node, src):
                 if "record" not in r:
                     continue
                 level = r["record"].split(":")[0]
+                if level.startswith("family_"):
+                    continue  # fleet-level (diskprobe-fleet group): no series per node, made centrally
                 if level == "instance_device_probe":
                     out += [(r["record"], {"device": d, "probe": p}) for d, p in sorted(pairs)]
                 elif level == "instance_device":
