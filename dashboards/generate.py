@@ -267,8 +267,11 @@ def fleet_overview():
            f'max by (job, instance, device) ({severity(", device!=" + chr(34) * 2)}) '
            f'or max by (job, instance) ({severity(", device=" + chr(34) * 2)}) * on (job, instance) group_right () {base} '
            f'or 0 * {base})')
-    count_alerts = (f'count by (job, instance, device) (ALERTS{{alertstate="firing", alertname=~"Diskprobe.+", {FLEET}}}) '
-                    f'or 0 * max by (job, instance, device) ({base})')
+    firing = f'ALERTS{{alertstate="firing", alertname=~"Diskprobe.+", {FLEET_I}'
+    count_alerts = (f'sum by (job, instance, device) ('
+                    f'count by (job, instance, device) ({firing}, device!="", device=~"$device"}}) '
+                    f'or count by (job, instance) ({firing}, device=""}}) * on (job, instance) group_right () {base} '
+                    f'or 0 * {base})')
     health = [
         (sev, "severity", "none"),
         (count_alerts, "alerts firing", "none"),
@@ -306,7 +309,7 @@ def fleet_overview():
                 "for its node detail.", "none", health, hide=("Value #C", "Value #D"), sort="severity",
                 keep_job=True, cells=cells, links={"instance": node_link, "device": node_link},
                 columns={"job": 0, "instance": 1, "device": 2, "severity": 3, "alerts firing": 4, "board": 5,
-                         "maker": 6, "name": 7}), 16, 12)
+                         "maker": 6, "name": 7}), 24, 11)
     alerts = table("Firing diskprobe alerts",
                    "The diskprobe alerts firing now, worst first (ALERTS of Prometheus' rule evaluation).", "none",
                    [(f'sort_desc({severity("")})', "severity", "none")],
@@ -316,25 +319,23 @@ def fleet_overview():
                                                                    {"color": "red", "value": 3}], SEVERITY_MAP)},
                    links={"instance": node_link},
                    columns={"severity": 0, "alertname": 1, "instance": 2, "device": 3})
-    b.add(alerts, 8, 12)
-
-    b.row("Card models per board family, and the SD overclock")
+    b.add(alerts, 11, 9)
     rank = [
-        (f'{FAMILY_P99}{{{FLEET_J}, probe="randread"}}', "randread p99 1h", "s"),
-        (f'{FAMILY_P99}_7d{{{FLEET_J}, probe="randread"}}', "randread p99 7d", "s"),
-        (f'{FAMILY_P99}{{{FLEET_J}, probe="write"}}', "write p99 1h", "s"),
-        (f'{FAMILY_P99}_7d{{{FLEET_J}, probe="write"}}', "write p99 7d", "s"),
-        (f'{FAMILY_P99}{{{FLEET_J}, probe="fsync"}}', "fsync p99 1h", "s"),
-        (f'{FAMILY_P99}_7d{{{FLEET_J}, probe="fsync"}}', "fsync p99 7d", "s"),
-        (f'family_maker_name:diskprobe_mmc_card_info:count{{{FLEET_J}}}', "cards", "none"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="randread"}})', "randread p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="randread"}})', "randread p99 7d", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="write"}})', "write p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="write"}})', "write p99 7d", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="fsync"}})', "fsync p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="fsync"}})', "fsync p99 7d", "s"),
+        (f'max by (job, family, maker, name) (family_maker_name:diskprobe_mmc_card_info:count{{{FLEET_J}}})', "cards", "none"),
     ]
-    b.add(table("Card models ranked per board family (median of per-card p99)",
+    ranking = (table("Card models ranked per board family (median of per-card p99)",
                 "For each board family (pi3, pi4...: the bus differs) and card model (CID maker + product name), the "
                 "median over the fleet's cards of each card's p99 over 1 hour, and the median of that over 7 days "
                 "(recording rules family_maker_name_probe:...), and the number of cards. Compare a card with its "
                 "model on the same family, not across families. Whole fleet: the instance and device filters do not apply.",
-                "s", rank, hide=("probe",), sort="randread p99 1h",
-                columns={"job": 0, "family": 1, "maker": 2, "name": 3}), 14, 10)
+                "s", rank, sort="randread p99 1h",
+                columns={"job": 0, "family": 1, "maker": 2, "name": 3}))
     oc = [
         (f'max by (job, instance) (diskprobe_boot_sd_overclock_hertz{{{FLEET_I}}})', "sd_overclock asked", "hertz"),
         (f'max by (job, instance) (diskprobe_boot_sd_overclock_honoured{{{FLEET_I}}}) '
@@ -357,7 +358,10 @@ def fleet_overview():
                 links={"instance": [{"title": "Node detail: ${__data.fields.instance}",
                                      "url": NODE_URL + "?${__url_time_range}&var-datasource=${datasource}"
                                             "&var-job=${__data.fields.job}&var-instance=${__data.fields.instance}"}]},
-                sort="actual / asked"), 10, 10)
+                sort="actual / asked"), 13, 9)
+
+    b.row("Card models per board family")
+    b.add(ranking, 24, 8)
 
     b.row("Latency over time")
     b.add(timeseries("randread p99 (15 min window)",
