@@ -105,7 +105,7 @@ def refs():
     return [chr(ord("A") + i) for i in range(26)]
 
 
-def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None, limit=None):
+def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None, limit=None, log=False):
     """queries: list of (expr, legend). limit: an alert threshold, drawn as a red dashed line."""
     defaults = {"unit": unit, "custom": {"drawStyle": "bars" if bars else "line", "lineWidth": 1,
                                          "fillOpacity": 60 if bars else 10, "showPoints": "never",
@@ -113,6 +113,9 @@ def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None
                                          "stacking": {"mode": "normal" if stack else "none", "group": "A"}}}
     if minimum is not None:
         defaults["min"] = minimum
+    if log:
+        # Latency spans 50 us to 30 s: a log axis keeps a 0.1 ms card and a 500 ms stall readable.
+        defaults["custom"]["scaleDistribution"] = {"type": "log", "log": 10}
     if limit is not None:
         defaults["thresholds"] = {"mode": "absolute", "steps": [{"color": "green", "value": None},
                                                                 {"color": "red", "value": limit}]}
@@ -367,11 +370,11 @@ def fleet_overview():
     b.add(timeseries("randread p99 (15 min window)",
                      "p99 of the 4 KiB random-read probe per device; dashed red: DiskprobeCardSlow's limit (50 ms).", "s",
                      [(f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{FLEET}, probe="randread"}}', "{{instance}} {{device}}")],
-                     limit=SLOW_RANDREAD), 12, 8)
+                     limit=SLOW_RANDREAD, log=True), 12, 8)
     b.add(timeseries("fsync p99 (1 h window)",
                      "p99 of 4 KiB write + fdatasync per device: the commit latency a database sees; dashed red: "
                      "DiskprobeCardSlow's limit (1 s).", "s",
-                     [(f'{P99_1H}{{{FLEET}, probe="fsync"}}', "{{instance}} {{device}}")], limit=SLOW_WRITE), 12, 8)
+                     [(f'{P99_1H}{{{FLEET}, probe="fsync"}}', "{{instance}} {{device}}")], limit=SLOW_WRITE, log=True), 12, 8)
     b.add(timeseries("Failed probe runs", "Probe runs that ended in an I/O error or timed out, per device and probe; "
                      "series that stay at zero are left out.", "short",
                      [(f'sum by (instance, device, probe) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[$__rate_interval])) > 0',
@@ -409,19 +412,19 @@ def node_detail():
     b.add(timeseries("Latency percentiles (15 min window)", "p50, p90 and p99 per probe kind, from the recording rules.", "s",
                      [(f'instance_device_probe:diskprobe_probe_latency_seconds:p50_15m{{{NODE_P}}}', "{{probe}} p50"),
                       (f'instance_device_probe:diskprobe_probe_latency_seconds:p90_15m{{{NODE_P}}}', "{{probe}} p90"),
-                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{NODE_P}}}', "{{probe}} p99")]), 12, 9)
+                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{NODE_P}}}', "{{probe}} p99")], log=True), 12, 9)
     b.add(timeseries("Mean operation latency", "Mean latency of the probe's operations per interval.", "s",
                      [(f'rate(diskprobe_probe_latency_seconds_sum{{{NODE_P}}}[$__rate_interval]) / '
-                       f'rate(diskprobe_probe_latency_seconds_count{{{NODE_P}}}[$__rate_interval])', "{{probe}}")]), 8, 8)
+                       f'rate(diskprobe_probe_latency_seconds_count{{{NODE_P}}}[$__rate_interval])', "{{probe}}")], log=True), 8, 8)
     b.add(timeseries("Last run: IOPS (queue depth 1)", "Operations of the last successful run ÷ the time spent in them.", "iops",
                      [(f'diskprobe_probe_last_iops{{{NODE_P}}}', "{{probe}}")]), 8, 8)
     b.add(timeseries("Last run: throughput", "Bytes of the last successful run ÷ the time spent in its operations (seqread: the hdparm -t figure).", "Bps",
                      [(f'diskprobe_probe_last_throughput_bytes_per_second{{{NODE_P}}}', "{{probe}}")]), 8, 8)
-    b.add(timeseries("Probe runs by result", "Runs per interval: ok, error, timeout, and the runs skipped (busy device, write budget, free space).", "short",
-                     [(f'sum by (probe, result) (increase(diskprobe_probe_runs_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{result}}")],
+    b.add(timeseries("Probe runs by result", "Runs per interval: ok, error, timeout, and the runs skipped (busy device, write budget, free space); results that stay at zero are left out.", "short",
+                     [(f'sum by (probe, result) (increase(diskprobe_probe_runs_total{{{NODE_P}}}[$__rate_interval])) > 0', "{{probe}} {{result}}")],
                      bars=True, stack=True), 12, 8)
-    b.add(timeseries("Failed operations by errno class", "Operations that failed, by errno class (eio, enospc, eacces, erofs, other).", "short",
-                     [(f'sum by (probe, reason) (increase(diskprobe_probe_errors_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{reason}}")],
+    b.add(timeseries("Failed operations by errno class", "Operations that failed, by errno class (eio, enospc, eacces, erofs, other); classes that stay at zero are left out.", "short",
+                     [(f'sum by (probe, reason) (increase(diskprobe_probe_errors_total{{{NODE_P}}}[$__rate_interval])) > 0', "{{probe}} {{reason}}")],
                      bars=True, stack=True), 12, 8)
     b.add(stat("Stalled", "1 while a probe operation has run past op_deadline without returning.", "bool_yes_no",
                [(f'diskprobe_probe_stalled{{{NODE}}}', "stalled")],
@@ -459,7 +462,7 @@ def node_detail():
 
     b.row("Kernel log and filesystems")
     b.add(timeseries("Kernel log messages by kind", "Kernel messages about this device per interval: io_error, timeout, crc_error, card_removed, overclock_reduced, filesystem_error, remount_ro, cqe_recovery (docs/metrics.md, kmsg collector).", "short",
-                     [(f'sum by (kind) (increase(diskprobe_kernel_messages_total{{{NODE}}}[$__rate_interval]))', "{{kind}}")],
+                     [(f'sum by (kind) (increase(diskprobe_kernel_messages_total{{{NODE}}}[$__rate_interval])) > 0', "{{kind}}")],
                      bars=True, stack=True), 12, 8)
     b.add(table("Filesystems", "The filesystems on this device: read-only state (after errors, or on purpose), ext4 errors recorded in the superblock (kept until fsck) and warnings since mount.", "none",
                 [(f'max by (partition, mountpoint, fstype) (diskprobe_filesystem_read_only{{{NODE}}})', "read-only", "bool_yes_no"),
