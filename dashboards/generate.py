@@ -140,7 +140,7 @@ def stat(title, desc, unit, queries, mappings=None, thresholds=None, no_value=No
             "targets": [target(e, r, l, instant=True, fmt="time_series") for (e, l), r in zip(queries, refs())]}
 
 
-def table(title, desc, unit, queries, columns=None, hide=(), sort=None, keep_job=False, cells=None, links=None):
+def table(title, desc, unit, queries, columns=None, hide=(), sort=None, keep_job=False, cells=None, links=None, widths=None):
     """queries: list of (expr, column title, unit or None). One row per label set: the queries are
     instant, formatted as tables and merged on their common labels."""
     overrides, rename = [], {}
@@ -157,6 +157,8 @@ def table(title, desc, unit, queries, columns=None, hide=(), sort=None, keep_job
         props += (cells or {}).get(col, [])
         if props:
             overrides.append({"matcher": {"id": "byName", "options": field}, "properties": props})
+    for col, width in (widths or {}).items():
+        overrides.append({"matcher": {"id": "byName", "options": col}, "properties": [{"id": "custom.width", "value": width}]})
     for col, link in (links or {}).items():
         overrides.append({"matcher": {"id": "byName", "options": col}, "properties": [{"id": "links", "value": link}]})
     transformations = []
@@ -292,13 +294,14 @@ def fleet_overview():
     node_link = [{"title": "Node detail: ${__data.fields.instance} ${__data.fields.device}",
                   "url": NODE_URL + "?${__url_time_range}&var-datasource=${datasource}&var-job=${__data.fields.job}"
                          "&var-instance=${__data.fields.instance}&var-device=${__data.fields.device}"}]
+    no_run = [{"type": "special", "options": {"match": "nan", "result": {"text": "no run", "index": 0}}}]
     cells = {
         "severity": colour("color-background", [{"color": "green", "value": None}, {"color": "blue", "value": 1},
                                                 {"color": "orange", "value": 2}, {"color": "red", "value": 3}], SEVERITY_MAP),
         "alerts firing": colour("color-text", red_from(1)),
-        "randread p99 1h": colour("color-text", red_from(SLOW_RANDREAD, 0.005)),
-        "write p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1)),
-        "fsync p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1)),
+        "randread p99 1h": colour("color-text", red_from(SLOW_RANDREAD, 0.005), no_run),
+        "write p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
+        "fsync p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
         "failed runs 24h": colour("color-text", red_from(1)),
         "kernel errors 24h": colour("color-text", red_from(1)),
         "read-only": colour("color-background", red_from(1), [{"type": "value", "options": {
@@ -320,6 +323,7 @@ def fleet_overview():
                    cells={"severity": colour("color-background", [{"color": "blue", "value": None},
                                                                    {"color": "orange", "value": 2},
                                                                    {"color": "red", "value": 3}], SEVERITY_MAP)},
+                   widths={"alertname": 250},
                    links={"instance": node_link},
                    columns={"severity": 0, "alertname": 1, "instance": 2, "device": 3})
     b.add(alerts, 11, 9)
