@@ -299,7 +299,7 @@ def fleet_overview():
         "severity": colour("color-background", [{"color": "green", "value": None}, {"color": "blue", "value": 1},
                                                 {"color": "orange", "value": 2}, {"color": "red", "value": 3}], SEVERITY_MAP),
         "alerts firing": colour("color-text", red_from(1)),
-        "randread p99 1h": colour("color-text", red_from(SLOW_RANDREAD, 0.005), no_run),
+        "randread p99 1h": colour("color-text", red_from(SLOW_RANDREAD, 0.01), no_run),
         "write p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
         "fsync p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
         "failed runs 24h": colour("color-text", red_from(1)),
