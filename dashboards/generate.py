@@ -304,8 +304,8 @@ def fleet_overview():
         "fsync p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
         "failed runs 24h": colour("color-text", red_from(1)),
         "kernel errors 24h": colour("color-text", red_from(1)),
-        "read-only": colour("color-background", red_from(1), [{"type": "value", "options": {
-            "0": {"text": "no", "color": "transparent", "index": 0}, "1": {"text": "read-only", "color": "red", "index": 1}}}]),
+        "read-only": colour("color-text", red_from(1), [{"type": "value", "options": {
+            "0": {"text": "no", "color": "green", "index": 0}, "1": {"text": "read-only", "color": "red", "index": 1}}}]),
     }
     b.add(table("Health: one row per node and device, worst first",
                 "Each monitored device with the worst diskprobe alert firing for it or its node (critical, warning, info, "
@@ -314,6 +314,8 @@ def fleet_overview():
                 "error messages in 24 h, and the read-only state (eMMC boot areas left out). Click a node or device "
                 "for its node detail.", "none", health, hide=("Value #C", "Value #D"), sort="severity",
                 keep_job=True, cells=cells, links={"instance": node_link, "device": node_link},
+                widths={"job": 90, "device": 90, "severity": 90, "alerts firing": 100, "board": 190, "maker": 100,
+                        "name": 90, "failed runs 24h": 120, "kernel errors 24h": 130, "read-only": 90},
                 columns={"job": 0, "instance": 1, "device": 2, "severity": 3, "alerts firing": 4, "board": 5,
                          "maker": 6, "name": 7}), 24, 11)
     alerts = table("Firing diskprobe alerts",
