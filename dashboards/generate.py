@@ -18,11 +18,35 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Label selectors. The fleet view takes many instances and devices (regex), the node view one.
-FLEET = 'instance=~"$instance", device=~"$device"'
-FLEET_I = 'instance=~"$instance"'
-NODE = 'instance="$instance", device="$device"'
-NODE_I = 'instance="$instance"'
-NODE_P = 'instance="$instance", device="$device", probe=~"$probe"'
+FLEET = 'job=~"$job", instance=~"$instance", device=~"$device"'
+FLEET_I = 'job=~"$job", instance=~"$instance"'
+FLEET_J = 'job=~"$job"'
+NODE = 'job="$job", instance="$instance", device="$device"'
+NODE_I = 'job="$job", instance="$instance"'
+NODE_P = 'job="$job", instance="$instance", device="$device", probe=~"$probe"'
+# The eMMC boot and RPMB areas are read-only by design: never a read-only failure.
+NOT_BOOT = 'device!~"mmcblk[0-9]+(boot[0-9]+|rpmb)"'
+MONITORED = "instance_device:diskprobe_block_info:max_1d"
+FAMILY_P99 = "family_maker_name_probe:diskprobe_probe_latency_seconds:p99_1h_median"
+NODE_URL = "/d/diskprobe-node-detail/diskprobe-node-detail"
+FLEET_URL = "/d/diskprobe-fleet-overview/diskprobe-fleet-overview"
+# The alert limits of DiskprobeCardSlow (deploy/prometheus/rules/diskprobe-alerts.rules.yml).
+SLOW_RANDREAD, SLOW_WRITE = 0.05, 1.0
+
+
+def severity(matchers):
+    """Firing diskprobe alerts as a number: 3 critical, 2 warning, 1 info (the value mapping of
+    SEVERITY_MAP names them)."""
+    base = f'ALERTS{{alertstate="firing", alertname=~"Diskprobe.+", {FLEET_J}{matchers}'
+    return (f'({base}, severity="critical"}} * 3 or {base}, severity="warning"}} * 2 '
+            f'or {base}, severity="info"}})')
+
+
+SEVERITY_MAP = [{"type": "value", "options": {
+    "0": {"text": "ok", "color": "green", "index": 0},
+    "1": {"text": "info", "color": "blue", "index": 1},
+    "2": {"text": "warning", "color": "orange", "index": 2},
+    "3": {"text": "critical", "color": "red", "index": 3}}}]
 
 P50_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p50_1h"
 P99_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p99_1h"
@@ -81,14 +105,21 @@ def refs():
     return [chr(ord("A") + i) for i in range(26)]
 
 
-def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None):
-    """queries: list of (expr, legend)."""
+def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None, limit=None, log=False):
+    """queries: list of (expr, legend). limit: an alert threshold, drawn as a red dashed line."""
     defaults = {"unit": unit, "custom": {"drawStyle": "bars" if bars else "line", "lineWidth": 1,
                                          "fillOpacity": 60 if bars else 10, "showPoints": "never",
                                          "spanNulls": False,
                                          "stacking": {"mode": "normal" if stack else "none", "group": "A"}}}
     if minimum is not None:
         defaults["min"] = minimum
+    if log:
+        # Latency spans 50 us to 30 s: a log axis keeps a 0.1 ms card and a 500 ms stall readable.
+        defaults["custom"]["scaleDistribution"] = {"type": "log", "log": 10}
+    if limit is not None:
+        defaults["thresholds"] = {"mode": "absolute", "steps": [{"color": "green", "value": None},
+                                                                {"color": "red", "value": limit}]}
+        defaults["custom"]["thresholdsStyle"] = {"mode": "dashed"}
     return {"type": "timeseries", "title": title, "description": desc, "datasource": DS,
             "fieldConfig": {"defaults": defaults, "overrides": []},
             "options": {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "max"]},
@@ -96,23 +127,24 @@ def timeseries(title, desc, unit, queries, stack=False, bars=False, minimum=None
             "targets": [target(e, r, l) for (e, l), r in zip(queries, refs())]}
 
 
-def stat(title, desc, unit, queries, mappings=None, thresholds=None):
+def stat(title, desc, unit, queries, mappings=None, thresholds=None, no_value=None):
     steps = thresholds or [{"color": "green", "value": None}]
+    defaults = {"unit": unit, "mappings": mappings or [], "thresholds": {"mode": "absolute", "steps": steps}}
+    if no_value is not None:
+        defaults["noValue"] = no_value
     return {"type": "stat", "title": title, "description": desc, "datasource": DS,
-            "fieldConfig": {"defaults": {"unit": unit, "mappings": mappings or [],
-                                         "thresholds": {"mode": "absolute", "steps": steps}},
-                            "overrides": []},
+            "fieldConfig": {"defaults": defaults, "overrides": []},
             "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                         "colorMode": "background", "graphMode": "none", "textMode": "value_and_name",
                         "orientation": "auto"},
             "targets": [target(e, r, l, instant=True, fmt="time_series") for (e, l), r in zip(queries, refs())]}
 
 
-def table(title, desc, unit, queries, columns=None, hide=(), sort=None):
+def table(title, desc, unit, queries, columns=None, hide=(), sort=None, keep_job=False, cells=None, links=None, widths=None):
     """queries: list of (expr, column title, unit or None). One row per label set: the queries are
     instant, formatted as tables and merged on their common labels."""
     overrides, rename = [], {}
-    exclude = {"Time": True, "job": True}
+    exclude = {"Time": True, "job": not keep_job}
     for h in hide:
         exclude[h] = True
     for (expr, col, u), r in zip(queries, refs()):
@@ -121,9 +153,14 @@ def table(title, desc, unit, queries, columns=None, hide=(), sort=None):
             exclude[field] = True
             continue
         rename[field] = col
-        if u:
-            overrides.append({"matcher": {"id": "byName", "options": field},
-                              "properties": [{"id": "unit", "value": u}]})
+        props = [{"id": "unit", "value": u}] if u else []
+        props += (cells or {}).get(col, [])
+        if props:
+            overrides.append({"matcher": {"id": "byName", "options": field}, "properties": props})
+    for col, width in (widths or {}).items():
+        overrides.append({"matcher": {"id": "byName", "options": col}, "properties": [{"id": "custom.width", "value": width}]})
+    for col, link in (links or {}).items():
+        overrides.append({"matcher": {"id": "byName", "options": col}, "properties": [{"id": "links", "value": link}]})
     transformations = []
     if len(queries) > 1:
         transformations.append({"id": "merge", "options": {}})
@@ -138,6 +175,22 @@ def table(title, desc, unit, queries, columns=None, hide=(), sort=None):
     if sort:
         panel["options"]["sortBy"] = [{"displayName": sort, "desc": True}]
     return panel
+
+
+def colour(kind, steps, mappings=None):
+    """Cell properties: the cell coloured (kind "color-background" or "color-text") by thresholds."""
+    props = [{"id": "custom.cellOptions", "value": {"type": kind}},
+             {"id": "thresholds", "value": {"mode": "absolute", "steps": steps}}]
+    if mappings:
+        props.append({"id": "mappings", "value": mappings})
+    return props
+
+
+def red_from(v, warn=None):
+    steps = [{"color": "green", "value": None}]
+    if warn is not None:
+        steps.append({"color": "orange", "value": warn})
+    return steps + [{"color": "red", "value": v}]
 
 
 def heatmap(title, desc, expr):
@@ -191,95 +244,167 @@ def prom_annotation(name, expr, color, title, text):
 # ------------------------------------------------------------------------------------------------
 def fleet_overview():
     b = Board()
-    b.row("Fleet")
+    b.row("Which card is failing, where")
     b.add(stat("Nodes reporting", "Exporters Prometheus scraped successfully (diskprobe_build_info present).",
                "none", [(f'count(diskprobe_build_info{{{FLEET_I}}})', "nodes")]), 4, 4)
-    b.add(stat("Devices probed", "Devices with at least one scheduled probe.",
-               "none", [(f'count(count by (instance, device) (diskprobe_probe_runs_total{{{FLEET}}}))', "devices")]), 4, 4)
-    b.add(stat("Failed probe runs (1 h)", "Probe runs that ended in an I/O error or a timeout in the last hour.",
-               "none", [(f'sum(increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1h]))', "runs")],
-               thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}]), 4, 4)
-    b.add(stat("Read-only devices", "Block devices the kernel marks read-only (includes loop devices and eMMC boot areas, which are read-only by design).",
-               "none", [(f'sum(diskprobe_block_read_only{{{FLEET}}})', "devices")]), 4, 4)
+    b.add(stat("Devices monitored", "Disks the exporters monitor (diskprobe_block_info), eMMC boot areas left out.",
+               "none", [(f'count(diskprobe_block_info{{{FLEET}, {NOT_BOOT}}})', "devices")]), 4, 4)
+    b.add(stat("Critical alerts firing", "Firing diskprobe alerts of severity critical (data at risk now), all nodes.",
+               "none", [(f'count(ALERTS{{alertstate="firing", alertname=~"Diskprobe.+", severity="critical", {FLEET_J}}}) or vector(0)', "critical")],
+               thresholds=red_from(1)), 4, 4)
+    b.add(stat("Devices with failed probe runs (1 h)",
+               "Devices on which probe runs ended in an I/O error or a timeout in the last hour (the count of devices; "
+               "the health table names them).",
+               "none", [(f'count(sum by (job, instance, device) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1h])) > 0) or vector(0)', "devices")],
+               thresholds=red_from(1)), 4, 4)
+    b.add(stat("Read-only cards", "Block devices the kernel marks read-only, eMMC boot/RPMB areas (read-only by design), "
+               "loop and optical devices left out: each is a card that stopped taking writes.",
+               "none", [(f'count(diskprobe_block_read_only{{{FLEET}, {NOT_BOOT}, device!~"(loop|sr)[0-9]+"}} == 1) or vector(0)', "devices")],
+               thresholds=red_from(1)), 4, 4)
     b.add(stat("Nodes with under-voltage (1 h)", "Raspberry Pis whose firmware reported under-voltage in the last hour.",
-               "none", [(f'sum(max_over_time(diskprobe_board_under_voltage_occurred{{{FLEET_I}}}[1h]))', "nodes")],
-               thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}]), 4, 4)
-    b.add(stat("Card swaps (24 h)", "Cards replaced by another card (a different CID) in the last day.",
-               "none", [(f'sum(increase(diskprobe_mmc_card_swaps_total{{{FLEET}}}[1d]))', "swaps")]), 4, 4)
+               "none", [(f'count(max_over_time(diskprobe_board_under_voltage_occurred{{{FLEET_I}}}[1h]) == 1) or vector(0)', "nodes")],
+               thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}]), 4, 4)
 
-    per_device = f'group by (job, instance, device) (diskprobe_block_info{{{FLEET}}})'
-    q = [
-        (f'group by (instance, device, board) (label_replace(diskprobe_board_info{{{FLEET_I}}}, "board", "$1", "model", "(.*)") '
-         f'* on (job, instance) group_right (board) {per_device})', None, None),
-        (f'group by (instance, device, maker, name, type) (diskprobe_mmc_card_info{{{FLEET}}})', None, None),
-        (f'max by (instance, device) (diskprobe_mmc_card_app_perf_class{{{FLEET}}})', "A class", "none"),
-        (f'max by (instance, device) (diskprobe_mmc_card_speed_class{{{FLEET}}})', "speed class", "none"),
-        (f'max by (instance, device) (diskprobe_mmc_card_uhs_speed_grade{{{FLEET}}})', "UHS grade", "none"),
-        (f'max by (instance, device) (diskprobe_mmc_ios_clock_hertz{{{FLEET}, device!=""}})', "clock requested", "hertz"),
-        (f'max by (instance, device) (diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}})', "clock actual", "hertz"),
-        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="randread"}})', "randread p50", "s"),
-        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="randread"}})', "randread p99", "s"),
-        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="write"}})', "write p50", "s"),
-        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="write"}})', "write p99", "s"),
-        (f'max by (instance, device) ({P50_1H}{{{FLEET}, probe="fsync"}})', "fsync p50", "s"),
-        (f'max by (instance, device) ({P99_1H}{{{FLEET}, probe="fsync"}})', "fsync p99", "s"),
-        (f'max by (instance, device) (diskprobe_probe_last_throughput_bytes_per_second{{{FLEET}, probe="seqread"}})', "seqread", "Bps"),
-        (f'sum by (instance, device) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1d]))', "failed runs 24h", "none"),
-        (f'max by (instance, device) (diskprobe_block_read_only{{{FLEET}}})', "read-only", "bool_yes_no"),
-        (f'max by (instance, device) (max_over_time(diskprobe_board_under_voltage_occurred{{{FLEET_I}}}[1h]) '
-         f'* on (job, instance) group_right () {per_device})', "under-voltage 1h", "bool_yes_no"),
-        (f'min by (instance, device) (diskprobe_probe_write_budget_remaining_bytes{{{FLEET}}})', "budget left today", "bytes"),
-        (f'sum by (instance, device) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[1d]))',
-         "kernel errors 24h", "none"),
-        (f'max by (instance, device) (diskprobe_filesystem_read_only{{{FLEET}}})', "a filesystem read-only", "bool_yes_no"),
+    # One row per node and device: the worst firing alert first. Node-level alerts (exporter down,
+    # under-voltage) count on every device of their node; a device gone in the last day stays listed.
+    base = f'{MONITORED}{{{FLEET}, {NOT_BOOT}}}'
+    sev = (f'max by (job, instance, device) ('
+           f'max by (job, instance, device) ({severity(", device!=" + chr(34) * 2)}) '
+           f'or max by (job, instance) ({severity(", device=" + chr(34) * 2)}) * on (job, instance) group_right () {base} '
+           f'or 0 * {base})')
+    firing = f'ALERTS{{alertstate="firing", alertname=~"Diskprobe.+", {FLEET_I}'
+    count_alerts = (f'sum by (job, instance, device) ('
+                    f'count by (job, instance, device) ({firing}, device!="", device=~"$device"}}) '
+                    f'or count by (job, instance) ({firing}, device=""}}) * on (job, instance) group_right () {base} '
+                    f'or 0 * {base})')
+    health = [
+        (sev, "severity", "none"),
+        (count_alerts, "alerts firing", "none"),
+        (f'group by (job, instance, device, board) (label_replace(diskprobe_board_info{{{FLEET_I}}}, "board", "$1", "model", "Raspberry Pi (.*)") '
+         f'* on (job, instance) group_right (board) {base})', None, None),
+        (f'group by (job, instance, device, maker, name) (diskprobe_mmc_card_info{{{FLEET}}})', None, None),
+        (f'max by (job, instance, device) ({P99_1H}{{{FLEET}, probe="randread"}})', "randread p99 1h", "s"),
+        (f'max by (job, instance, device) ({P99_1H}{{{FLEET}, probe="write"}})', "write p99 1h", "s"),
+        (f'max by (job, instance, device) ({P99_1H}{{{FLEET}, probe="fsync"}})', "fsync p99 1h", "s"),
+        (f'sum by (job, instance, device) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[1d]))', "failed runs 24h", "none"),
+        (f'sum by (job, instance, device) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[1d]) '
+         f'and on (job, instance, device) {base})', "kernel errors 24h", "none"),
+        (f'max by (job, instance, device) (diskprobe_block_read_only{{{FLEET}, {NOT_BOOT}}})', "read-only", "none"),
     ]
-    b.add(table("Fleet: one row per node and device",
-                "Board model, card maker and product, claimed classes, SD bus clock requested vs actual, probe latency "
-                "p50/p99 over the last hour per probe kind, sequential read throughput, failed runs, read-only and "
-                "under-voltage states, the write budget left, kernel error messages in 24 h and whether a filesystem of the "
-                "device is mounted read-only (on purpose or after errors). Empty cells: not a Pi, not an SD/eMMC card, or "
-                "that probe is not scheduled.", "none", q, hide=("Value #A", "Value #B"), sort="randread p99"), 24, 12)
-
-    b.row("Card models and the slowest cards")
-    card_join = f'* on (job, instance, device) group_left (maker, name) diskprobe_mmc_card_info{{{FLEET}}}'
+    node_link = [{"title": "Node detail: ${__data.fields.instance} ${__data.fields.device}",
+                  "url": NODE_URL + "?${__url_time_range}&var-datasource=${datasource}&var-job=${__data.fields.job}"
+                         "&var-instance=${__data.fields.instance}&var-device=${__data.fields.device}"}]
+    no_run = [{"type": "special", "options": {"match": "nan", "result": {"text": "no run", "index": 0}}}]
+    cells = {
+        "severity": colour("color-background", [{"color": "green", "value": None}, {"color": "blue", "value": 1},
+                                                {"color": "orange", "value": 2}, {"color": "red", "value": 3}], SEVERITY_MAP),
+        "alerts firing": colour("color-text", red_from(1)),
+        "randread p99 1h": colour("color-text", red_from(SLOW_RANDREAD, 0.01), no_run),
+        "write p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
+        "fsync p99 1h": colour("color-text", red_from(SLOW_WRITE, 0.1), no_run),
+        "failed runs 24h": colour("color-text", red_from(1)),
+        "kernel errors 24h": colour("color-text", red_from(1)),
+        "read-only": colour("color-text", red_from(1), [{"type": "value", "options": {
+            "0": {"text": "no", "color": "green", "index": 0}, "1": {"text": "read-only", "color": "red", "index": 1}}}]),
+    }
+    b.add(table("Health: one row per node and device, worst first",
+                "Each monitored device with the worst diskprobe alert firing for it or its node (critical, warning, info, "
+                "ok) and how many, the board, the card (CID maker and product), the probes' p99 over the last hour "
+                "(orange past the regression floors, red past DiskprobeCardSlow's limits), failed probe runs and kernel "
+                "error messages in 24 h, and the read-only state (eMMC boot areas left out). Click a node or device "
+                "for its node detail.", "none", health, hide=("Value #C", "Value #D"), sort="severity",
+                keep_job=True, cells=cells, links={"instance": node_link, "device": node_link},
+                widths={"job": 90, "device": 90, "severity": 90, "alerts firing": 100, "board": 190, "maker": 100,
+                        "name": 90, "failed runs 24h": 120, "kernel errors 24h": 130, "read-only": 90},
+                columns={"job": 0, "instance": 1, "device": 2, "severity": 3, "alerts firing": 4, "board": 5,
+                         "maker": 6, "name": 7}), 24, 11)
+    alerts = table("Firing diskprobe alerts",
+                   "The diskprobe alerts firing now, worst first (ALERTS of Prometheus' rule evaluation).", "none",
+                   [(f'sort_desc({severity("")})', "severity", "none")],
+                   hide=("__name__", "alertstate"), keep_job=True,
+                   cells={"severity": colour("color-background", [{"color": "blue", "value": None},
+                                                                   {"color": "orange", "value": 2},
+                                                                   {"color": "red", "value": 3}], SEVERITY_MAP)},
+                   widths={"alertname": 250},
+                   links={"instance": node_link},
+                   columns={"severity": 0, "alertname": 1, "instance": 2, "device": 3})
+    b.add(alerts, 11, 9)
     rank = [
-        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="randread"}} {card_join})', "randread p99 (median of cards)", "s"),
-        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="write"}} {card_join})', "write p99 (median of cards)", "s"),
-        (f'quantile by (maker, name) (0.5, {P99_1H}{{{FLEET}, probe="fsync"}} {card_join})', "fsync p99 (median of cards)", "s"),
-        (f'count by (maker, name) (diskprobe_mmc_card_info{{{FLEET}}})', "cards", "none"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="randread"}})', "randread p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="randread"}})', "randread p99 7d", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="write"}})', "write p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="write"}})', "write p99 7d", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}{{{FLEET_J}, probe="fsync"}})', "fsync p99 1h", "s"),
+        (f'max by (job, family, maker, name) ({FAMILY_P99}_7d{{{FLEET_J}, probe="fsync"}})', "fsync p99 7d", "s"),
+        (f'max by (job, family, maker, name) (family_maker_name:diskprobe_mmc_card_info:count{{{FLEET_J}}})', "cards", "none"),
     ]
-    b.add(table("Card models ranked (median of per-card p99, 1 h)",
-                "For each card model (CID maker + product name), the median over the fleet's cards of each card's p99 "
-                "latency over the last hour, per probe kind, and the number of cards of that model. Sort by a column "
-                "to rank; a model with one card is one card's figure.", "s", rank, sort="randread p99 (median of cards)"), 14, 10)
-    b.add(table("Ten slowest devices (randread p99, 1 h)",
-                "The ten devices with the highest p99 of 4 KiB random reads over the last hour.",
-                "s", [(f'topk(10, {P99_1H}{{{FLEET}, probe="randread"}})', "randread p99", "s")],
-                hide=("__name__", "probe"), sort="randread p99"), 10, 10)
+    ranking = (table("Card models ranked per board family (median of per-card p99)",
+                "For each board family (pi3, pi4...: the bus differs) and card model (CID maker + product name), the "
+                "median over the fleet's cards of each card's p99 over 1 hour, and the median of that over 7 days "
+                "(recording rules family_maker_name_probe:...), and the number of cards. Compare a card with its "
+                "model on the same family, not across families. Whole fleet: the instance and device filters do not apply.",
+                "s", rank, sort="randread p99 1h",
+                columns={"job": 0, "family": 1, "maker": 2, "name": 3}))
+    oc = [
+        (f'max by (job, instance) (diskprobe_boot_sd_overclock_hertz{{{FLEET_I}}})', "sd_overclock asked", "hertz"),
+        (f'max by (job, instance) (diskprobe_boot_sd_overclock_honoured{{{FLEET_I}}}) '
+         f'and on (job, instance) diskprobe_boot_sd_overclock_hertz', "driver honours it", "none"),
+        (f'max by (job, instance, device) (diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}}) '
+         f'and on (job, instance) diskprobe_boot_sd_overclock_hertz', "clock actual", "hertz"),
+        (f'max by (job, instance, device) (diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}}) '
+         f'/ on (job, instance) group_left () max by (job, instance) (diskprobe_boot_sd_overclock_hertz{{{FLEET_I}}})',
+         "actual / asked", "percentunit"),
+    ]
+    b.add(table("SD overclock set in config.txt: asked vs delivered",
+                "Nodes whose config.txt sets sd_overclock: the clock asked, whether the SD host driver applies it at "
+                "all (only bcm2835-sdhost, Pi 0-3: 0 on Pi 4/5, where the setting does nothing), the bus clock "
+                "delivered and its share of the ask (an integer divider of the core clock, so under 100 % is normal; "
+                "a fall later is the driver reducing it after errors).", "none", oc, keep_job=True,
+                cells={"driver honours it": colour("color-background", [{"color": "red", "value": None}, {"color": "green", "value": 1}],
+                                                   [{"type": "value", "options": {"0": {"text": "no (ignored)", "index": 0},
+                                                                                  "1": {"text": "yes", "index": 1}}}]),
+                       "actual / asked": colour("color-text", [{"color": "orange", "value": None}, {"color": "green", "value": 0.8}])},
+                links={"instance": [{"title": "Node detail: ${__data.fields.instance}",
+                                     "url": NODE_URL + "?${__url_time_range}&var-datasource=${datasource}"
+                                            "&var-job=${__data.fields.job}&var-instance=${__data.fields.instance}"}]},
+                sort="actual / asked"), 13, 9)
+
+    b.row("Card models per board family")
+    b.add(ranking, 24, 8)
 
     b.row("Latency over time")
-    b.add(timeseries("randread p99 (15 min window)", "p99 of the 4 KiB random-read probe per device.", "s",
-                     [(f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{FLEET}, probe="randread"}}', "{{instance}} {{device}}")]), 12, 8)
-    b.add(timeseries("fsync p99 (1 h window)", "p99 of 4 KiB write + fdatasync per device: the commit latency a database sees.", "s",
-                     [(f'{P99_1H}{{{FLEET}, probe="fsync"}}', "{{instance}} {{device}}")]), 12, 8)
-    b.add(timeseries("Failed probe runs", "Probe runs that ended in an I/O error or timed out, per device and probe.", "short",
-                     [(f'sum by (instance, device, probe) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[$__rate_interval]))',
+    b.add(timeseries("randread p99 (15 min window)",
+                     "p99 of the 4 KiB random-read probe per device; dashed red: DiskprobeCardSlow's limit (50 ms).", "s",
+                     [(f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{FLEET}, probe="randread"}}', "{{instance}} {{device}}")],
+                     limit=SLOW_RANDREAD, log=True), 12, 8)
+    b.add(timeseries("fsync p99 (1 h window)",
+                     "p99 of 4 KiB write + fdatasync per device: the commit latency a database sees; dashed red: "
+                     "DiskprobeCardSlow's limit (1 s).", "s",
+                     [(f'{P99_1H}{{{FLEET}, probe="fsync"}}', "{{instance}} {{device}}")], limit=SLOW_WRITE, log=True), 12, 8)
+    b.add(timeseries("Failed probe runs", "Probe runs that ended in an I/O error or timed out, per device and probe; "
+                     "series that stay at zero are left out.", "short",
+                     [(f'sum by (instance, device, probe) (increase(diskprobe_probe_runs_total{{{FLEET}, result=~"error|timeout"}}[$__rate_interval])) > 0',
                        "{{instance}} {{device}} {{probe}}")], bars=True, stack=True), 12, 8)
-    b.add(timeseries("Kernel storage errors", "Kernel log messages that tell a failing card, per device and kind (I/O errors, timeouts, CRC errors, card removed, filesystem errors, remounts read-only), per interval.", "short",
-                     [(f'sum by (instance, device, kind) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[$__rate_interval]))',
+    b.add(timeseries("Kernel storage errors", "Kernel log messages that tell a failing card, per monitored device and kind "
+                     "(I/O errors, timeouts, CRC errors, card removed, filesystem errors, remounts read-only), per interval; "
+                     "series that stay at zero are left out.", "short",
+                     [(f'sum by (instance, device, kind) (increase(diskprobe_kernel_messages_total{{{FLEET}, kind=~"{KERNEL_ERRORS}"}}[$__rate_interval]) '
+                       f'and on (job, instance, device) {MONITORED}) > 0',
                        "{{instance}} {{device}} {{kind}}")], bars=True, stack=True), 12, 8)
     b.add(timeseries("SD bus clock (actual)", "The clock the SD host delivers. A drop means the driver reduced its (over)clock after errors.", "hertz",
                      [(f'diskprobe_mmc_ios_actual_clock_hertz{{{FLEET}, device!=""}}', "{{instance}} {{host}} {{device}}")]), 12, 8)
 
     variables = [
         DATASOURCE_VAR,
-        query_var("instance", "Instance", "label_values(diskprobe_build_info, instance)", True, True, ".*"),
-        query_var("device", "Device", 'label_values(diskprobe_block_info{instance=~"$instance"}, device)', True, True, ".*"),
+        query_var("job", "Job", "label_values(diskprobe_build_info, job)", True, True, ".*"),
+        query_var("instance", "Instance", 'label_values(diskprobe_build_info{job=~"$job"}, instance)', True, True, ".*"),
+        query_var("device", "Device", 'label_values(diskprobe_block_info{job=~"$job", instance=~"$instance"}, device)', True, True, ".*"),
     ]
     links = [{"title": "Node detail", "type": "dashboards", "tags": ["diskprobe"], "asDropdown": False,
               "includeVars": False, "keepTime": True}]
     return dashboard("diskprobe-fleet-overview", "diskprobe: fleet overview",
-                     "Every node's storage in one view: cards ranked, the slow ones highlighted (diskprobe_exporter).",
+                     "Which card is failing, where: every node's devices by severity, the firing alerts, card models "
+                     "ranked per board family (diskprobe_exporter).",
                      b.finish(), variables, links=links)
 
 
@@ -293,19 +418,19 @@ def node_detail():
     b.add(timeseries("Latency percentiles (15 min window)", "p50, p90 and p99 per probe kind, from the recording rules.", "s",
                      [(f'instance_device_probe:diskprobe_probe_latency_seconds:p50_15m{{{NODE_P}}}', "{{probe}} p50"),
                       (f'instance_device_probe:diskprobe_probe_latency_seconds:p90_15m{{{NODE_P}}}', "{{probe}} p90"),
-                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{NODE_P}}}', "{{probe}} p99")]), 12, 9)
+                      (f'instance_device_probe:diskprobe_probe_latency_seconds:p99_15m{{{NODE_P}}}', "{{probe}} p99")], log=True), 12, 9)
     b.add(timeseries("Mean operation latency", "Mean latency of the probe's operations per interval.", "s",
                      [(f'rate(diskprobe_probe_latency_seconds_sum{{{NODE_P}}}[$__rate_interval]) / '
-                       f'rate(diskprobe_probe_latency_seconds_count{{{NODE_P}}}[$__rate_interval])', "{{probe}}")]), 8, 8)
+                       f'rate(diskprobe_probe_latency_seconds_count{{{NODE_P}}}[$__rate_interval])', "{{probe}}")], log=True), 8, 8)
     b.add(timeseries("Last run: IOPS (queue depth 1)", "Operations of the last successful run ÷ the time spent in them.", "iops",
                      [(f'diskprobe_probe_last_iops{{{NODE_P}}}', "{{probe}}")]), 8, 8)
     b.add(timeseries("Last run: throughput", "Bytes of the last successful run ÷ the time spent in its operations (seqread: the hdparm -t figure).", "Bps",
                      [(f'diskprobe_probe_last_throughput_bytes_per_second{{{NODE_P}}}', "{{probe}}")]), 8, 8)
-    b.add(timeseries("Probe runs by result", "Runs per interval: ok, error, timeout, and the runs skipped (busy device, write budget, free space).", "short",
-                     [(f'sum by (probe, result) (increase(diskprobe_probe_runs_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{result}}")],
+    b.add(timeseries("Probe runs by result", "Runs per interval: ok, error, timeout, and the runs skipped (busy device, write budget, free space); results that stay at zero are left out.", "short",
+                     [(f'sum by (probe, result) (increase(diskprobe_probe_runs_total{{{NODE_P}}}[$__rate_interval])) > 0', "{{probe}} {{result}}")],
                      bars=True, stack=True), 12, 8)
-    b.add(timeseries("Failed operations by errno class", "Operations that failed, by errno class (eio, enospc, eacces, erofs, other).", "short",
-                     [(f'sum by (probe, reason) (increase(diskprobe_probe_errors_total{{{NODE_P}}}[$__rate_interval]))', "{{probe}} {{reason}}")],
+    b.add(timeseries("Failed operations by errno class", "Operations that failed, by errno class (eio, enospc, eacces, erofs, other); classes that stay at zero are left out.", "short",
+                     [(f'sum by (probe, reason) (increase(diskprobe_probe_errors_total{{{NODE_P}}}[$__rate_interval])) > 0', "{{probe}} {{reason}}")],
                      bars=True, stack=True), 12, 8)
     b.add(stat("Stalled", "1 while a probe operation has run past op_deadline without returning.", "bool_yes_no",
                [(f'diskprobe_probe_stalled{{{NODE}}}', "stalled")],
@@ -343,7 +468,7 @@ def node_detail():
 
     b.row("Kernel log and filesystems")
     b.add(timeseries("Kernel log messages by kind", "Kernel messages about this device per interval: io_error, timeout, crc_error, card_removed, overclock_reduced, filesystem_error, remount_ro, cqe_recovery (docs/metrics.md, kmsg collector).", "short",
-                     [(f'sum by (kind) (increase(diskprobe_kernel_messages_total{{{NODE}}}[$__rate_interval]))', "{{kind}}")],
+                     [(f'sum by (kind) (increase(diskprobe_kernel_messages_total{{{NODE}}}[$__rate_interval])) > 0', "{{kind}}")],
                      bars=True, stack=True), 12, 8)
     b.add(table("Filesystems", "The filesystems on this device: read-only state (after errors, or on purpose), ext4 errors recorded in the superblock (kept until fsck) and warnings since mount.", "none",
                 [(f'max by (partition, mountpoint, fstype) (diskprobe_filesystem_read_only{{{NODE}}})', "read-only", "bool_yes_no"),
@@ -396,9 +521,10 @@ def node_detail():
 
     variables = [
         DATASOURCE_VAR,
-        query_var("instance", "Instance", "label_values(diskprobe_build_info, instance)", False, False),
-        query_var("device", "Device", 'label_values(diskprobe_block_info{instance="$instance"}, device)', False, False),
-        query_var("probe", "Probe", 'label_values(diskprobe_probe_runs_total{instance="$instance", device="$device"}, probe)',
+        query_var("job", "Job", "label_values(diskprobe_build_info, job)", False, False),
+        query_var("instance", "Instance", 'label_values(diskprobe_build_info{job="$job"}, instance)', False, False),
+        query_var("device", "Device", 'label_values(diskprobe_block_info{job="$job", instance="$instance"}, device)', False, False),
+        query_var("probe", "Probe", 'label_values(diskprobe_probe_runs_total{job="$job", instance="$instance", device="$device"}, probe)',
                   True, True, ".*"),
     ]
     annotations = [
@@ -413,7 +539,10 @@ def node_detail():
     ]
     return dashboard("diskprobe-node-detail", "diskprobe: node detail",
                      "One node, one device: probe latency heatmap and percentiles, kernel I/O counters, SD bus and card facts, board and config.txt (diskprobe_exporter).",
-                     b.finish(), variables, annotations=annotations)
+                     b.finish(), variables, annotations=annotations,
+                     links=[{"title": "Fleet overview (this job)", "type": "link", "icon": "dashboard", "targetBlank": False,
+                             "url": FLEET_URL + "?${__url_time_range}&var-datasource=${datasource}&var-job=${job}",
+                             "tooltip": "Back to every node and device of this job"}])
 
 
 DASHBOARDS = {"fleet-overview.json": fleet_overview, "node-detail.json": node_detail}
@@ -423,12 +552,39 @@ def render(fn):
     return json.dumps(fn(), indent=2, ensure_ascii=False) + "\n"
 
 
+# The provisioned files pick their data source through the `datasource` variable. The copies in
+# grafana.com/ are the same dashboards as Grafana's "Export for sharing externally" writes them:
+# __inputs asks for a Prometheus data source at import and __requires names what they need;
+# Grafana's import replaces ${DS_PROMETHEUS} with the chosen data source, which becomes the
+# variable's default.
+GRAFANA_MIN = "11.0.0"
+PANEL_NAMES = {"stat": "Stat", "table": "Table", "timeseries": "Time series", "heatmap": "Heatmap", "text": "Text"}
+
+
+def shareable(fn):
+    d = fn()
+    for v in d["templating"]["list"]:
+        if v["name"] == "datasource":
+            v["current"] = {"selected": False, "text": "${DS_PROMETHEUS}", "value": "${DS_PROMETHEUS}"}
+    kinds = sorted({p["type"] for p in d["panels"] if p["type"] != "row"})
+    out = {"__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "description": "Prometheus with the diskprobe recording rules",
+                         "type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus"}],
+           "__elements": {},
+           "__requires": [{"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_MIN},
+                          {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}]
+                         + [{"type": "panel", "id": k, "name": PANEL_NAMES[k], "version": ""} for k in kinds],
+           "id": None}
+    out.update(d)
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+
+
 def main(argv):
     check = "--check" in argv
     stale = []
-    for name, fn in DASHBOARDS.items():
+    outputs = [(name, render(fn)) for name, fn in DASHBOARDS.items()]
+    outputs += [(os.path.join("grafana.com", name), shareable(fn)) for name, fn in DASHBOARDS.items()]
+    for name, text in outputs:
         path = os.path.join(HERE, name)
-        text = render(fn)
         if check:
             try:
                 with open(path, encoding="utf-8") as f:
@@ -437,6 +593,7 @@ def main(argv):
             except FileNotFoundError:
                 stale.append(name)
         else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
     if stale:

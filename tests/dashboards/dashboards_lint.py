@@ -14,7 +14,7 @@ Dashboards (dashboards/*.json):
 Rules (deploy/prometheus/rules/*.yml):
   - every metric name in every rule expression passes the same check;
   - every alert has summary and description annotations, a runbook section in
-    docs/operations.md, and in tests/prometheus/rules_test.yml a case that fires and one that
+    docs/operations.md, and in tests/prometheus/rules_test.yml or rules_days_test.yml a case that fires and one that
     does not.
 Usage: dashboards_lint.py <source dir>. Standard library only.
 """
@@ -209,7 +209,8 @@ def lint_rules(fams, recorded):
         for c in chunks:
             c = "\n".join(l for l in c.splitlines() if not l.lstrip().startswith("#"))
             kind, name = re.match(r"(alert|record):\s*(\S+)", c).groups()
-            m = re.search(r"(?ms)^\s*expr:\s*(\|\s*\n(.*?)(?=^\s*(for|labels|annotations):|\Z)|(.*?)$)", c)
+            # A block expression ends at the rule's next key, or at the next group ("- name:").
+            m = re.search(r"(?ms)^\s*expr:\s*(\|\s*\n(.*?)(?=^\s*(for|labels|annotations):|^\s*- |\Z)|(.*?)$)", c)
             expr = (m.group(2) or m.group(4) or "").strip() if m else ""
             check_names(f"{f} {kind} {name}", expr, fams, recorded)
             if kind == "alert":
@@ -218,7 +219,7 @@ def lint_rules(fams, recorded):
                     if not re.search(rf"^\s*{ann}:\s*\S", c, re.M):
                         fail(f"{f} alert {name}: no {ann} annotation")
     ops = read("docs/operations.md")
-    tests = read("tests/prometheus/rules_test.yml")
+    tests = read("tests/prometheus/rules_test.yml") + read("tests/prometheus/rules_days_test.yml")
     cases = re.findall(r"alertname:\s*(\S+)\s*\n\s*exp_alerts:\s*(\[\])?", tests)
     for name in alerts:
         if not re.search(rf"^#+\s*{name}\b", ops, re.M):
@@ -226,9 +227,9 @@ def lint_rules(fams, recorded):
         fires = any(n == name and not empty for n, empty in cases)
         quiet = any(n == name and empty for n, empty in cases)
         if not fires:
-            fail(f"alert {name}: no case in tests/prometheus/rules_test.yml where it fires")
+            fail(f"alert {name}: no case in tests/prometheus/rules_test.yml or rules_days_test.yml where it fires")
         if not quiet:
-            fail(f"alert {name}: no case in tests/prometheus/rules_test.yml where it does not fire")
+            fail(f"alert {name}: no case in tests/prometheus/rules_test.yml or rules_days_test.yml where it does not fire")
     return sorted(alerts)
 
 

@@ -270,9 +270,11 @@ def selector(text):
 
 def rule_outputs(node, src):
     """The recording rules' series for this node: one per (device, probe) for the instance_device_probe
-    rules, one per SD card for the instance_device ones (their expressions' grouping)."""
+    rules (only the probe kinds a rule selects), one per SD card for the instance_device ones, one
+    per disk for the one on diskprobe_block_info (their expressions' grouping)."""
     pairs = {(l["device"], l["probe"]) for n, l in node if n == "diskprobe_probe_runs_total"}
     sd = {l["device"] for n, l in node if n == "diskprobe_mmc_card_info" and l.get("type") == "SD"}
+    disks = {l["device"] for n, l in node if n == "diskprobe_block_info"}
     out = []
     rdir = os.path.join(src, "deploy/prometheus/rules")
     for f in sorted(os.listdir(rdir)):
@@ -281,8 +283,14 @@ def rule_outputs(node, src):
                 if "record" not in r:
                     continue
                 level = r["record"].split(":")[0]
+                if level.startswith("family_"):
+                    continue  # fleet-level (diskprobe-fleet group): no series per node, made centrally
+                only = re.search(r'probe=~"([a-z|]+)"', r["expr"])
+                kinds = set(only.group(1).split("|")) if only else None
                 if level == "instance_device_probe":
-                    out += [(r["record"], {"device": d, "probe": p}) for d, p in sorted(pairs)]
+                    out += [(r["record"], {"device": d, "probe": p}) for d, p in sorted(pairs) if kinds is None or p in kinds]
+                elif level == "instance_device" and "diskprobe_block_info" in r["expr"]:
+                    out += [(r["record"], {"device": d}) for d in sorted(disks)]
                 elif level == "instance_device":
                     out += [(r["record"], {"device": d}) for d in sorted(sd)]
                 else:
