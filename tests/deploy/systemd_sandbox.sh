@@ -76,6 +76,13 @@ done
 EOF
 chmod 0755 opt/check.sh opt/diskprobe_exporter
 sed -i "s|^ExecStart=/opt/diskprobe/check.sh|Environment=DISK=$LOOP\nExecStart=/opt/diskprobe/check.sh|" diskprobe-check.service
+# An ASan+UBSan build (make test-asan) needs room the unit does not give the real binary.
+mkdir -p dropin
+: >dropin/asan.conf
+if ldd "$EXPORTER" 2>/dev/null | grep -q libasan; then
+  printf '[Service]\nMemoryMax=infinity\nMemoryDenyWriteExecute=no\n' >dropin/asan.conf
+  echo "sanitized build: drop-in MemoryMax=infinity, MemoryDenyWriteExecute=no"
+fi
 mkdir -p cfg
 cat >cfg/config.yml <<YML
 devices: {include: ['${LOOP#/dev/}'], discovery_interval: 1s}
@@ -97,6 +104,7 @@ systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHIN
   --bind-ro="$E2E_WORK/opt:/opt/diskprobe" --bind-ro="$E2E_WORK/cfg:/etc/diskprobe_exporter" \
   --bind-ro="$E2E_WORK/diskprobe_exporter.service:/etc/systemd/system/diskprobe_exporter.service" \
   --bind-ro="$E2E_WORK/diskprobe-check.service:/etc/systemd/system/diskprobe-check.service" \
+  --bind-ro="$E2E_WORK/dropin:/etc/systemd/system/diskprobe_exporter.service.d" \
   --bind-ro="$SRC/deploy/systemd/diskprobe_exporter.sysusers:/etc/sysusers.d/diskprobe_exporter.conf" \
   --capability=CAP_SYSLOG --bind=/dev/kmsg --bind="$LOOP" --boot -- systemd.firstboot=off systemd.unit=basic.target >nspawn.log 2>&1 &
 NSPAWN_PID=$!
@@ -140,6 +148,33 @@ check "reads the raw disk (group disk)" bash -c "echo '$R' | grep -qx 'disk-read
 echo "  note: opening the raw disk for writing: $(echo "$R" | sed -n 's/^disk-write-open //p') (the device cgroup's verdict; not enforceable in every container)"
 check "writes its state directory" bash -c "echo '$R' | grep -qx 'writable /var/lib/diskprobe_exporter'"
 check "cannot write /etc or /var/lib" bash -c "echo '$R' | grep -qx 'readonly /etc' && echo '$R' | grep -qx 'readonly /var/lib'"
+
+# The debugfs grant, the unit's own two lines, on a stand-in tree (this machine has no mmc host;
+# the real debugfs is one kernel-wide mount): mount point 0700 and ios 0400, as the kernel makes
+# them. systemd unescapes "$$" before running the line, as sed does here.
+ct sh -c 'mkdir -p /run/fakedebug/mmc0 /run/fakedebug/mmc1 /run/fakedebug/other && chmod 0700 /run/fakedebug &&
+  echo c >/run/fakedebug/mmc0/ios && echo c >/run/fakedebug/mmc1/ios && echo x >/run/fakedebug/other/secret &&
+  chmod 0400 /run/fakedebug/mmc0/ios /run/fakedebug/mmc1/ios /run/fakedebug/other/secret'
+grant=$(sed -n "s/^ExecStartPre=+-\/bin\/sh -c '\(.*\)'$/\1/p" "$UNIT" | sed 's/\$\$/$/g; s|/sys/kernel/debug|/run/fakedebug|g')
+revoke=$(sed -n "s/^ExecStopPost=+-\/bin\/sh -c '\(.*\)'$/\1/p" "$UNIT" | sed 's/\$\$/$/g; s|/sys/kernel/debug|/run/fakedebug|g')
+modes() { ct stat -c '%a %G %n' /run/fakedebug /run/fakedebug/mmc0/ios /run/fakedebug/mmc1/ios /run/fakedebug/other/secret | tr '\n' ';'; }
+ct sh -c "$grant"
+granted=$(modes)
+as_user=$(ct setpriv --reuid=diskprobe --regid=diskprobe --init-groups \
+  sh -c 'cat /run/fakedebug/mmc0/ios 2>&1; ls /run/fakedebug 2>&1 | head -1; cat /run/fakedebug/other/secret 2>&1' | tr '\n' ';' || true)
+echo "  as diskprobe after the grant: $as_user"
+check "as diskprobe: ios readable, the mount point not listable, other files not readable" \
+  bash -c "[[ '$as_user' == 'c;'*'Permission denied;'*'Permission denied;' ]]"
+ct sh -c "$revoke"
+revoked=$(modes)
+echo "  debugfs stand-in after the grant: $granted"
+echo "  after the revoke: $revoked"
+check "grant: mount point 710 and each ios 440, group diskprobe; nothing else changed" test "$granted" = \
+  "710 diskprobe /run/fakedebug;440 diskprobe /run/fakedebug/mmc0/ios;440 diskprobe /run/fakedebug/mmc1/ios;400 root /run/fakedebug/other/secret;"
+check "revoke: back to 700 / 400 root" test "$revoked" = \
+  "700 root /run/fakedebug;400 root /run/fakedebug/mmc0/ios;400 root /run/fakedebug/mmc1/ios;400 root /run/fakedebug/other/secret;"
+ct rm -rf /run/fakedebug
+ct sh -c "$grant" && check "grant without any mmc host (no debugfs): nothing to do, success" true
 
 # The exporter under the real unit.
 ct systemctl start diskprobe_exporter.service
