@@ -36,7 +36,9 @@ std::optional<double> D(const std::optional<T>& v) {
 std::string Reason(const std::string& path, int err, const std::string& debugfs) {
   std::string r = path + ": " + std::strerror(err);
   if (err == ENOENT) r += " (is debugfs mounted at " + debugfs + "?)";
-  if (err == EACCES || err == EPERM) r += " (debugfs is readable by root only)";
+  if (err == EACCES || err == EPERM)
+    r += " (debugfs is readable by root only, unless granted: the systemd unit gives its group read on mmc*/ios at "
+         "start)";
   return r;
 }
 

@@ -21,9 +21,17 @@ CollectResult ProbesCollector::Collect(const ScrapeContext& /*ctx*/, FamilySink&
     cached_ = true;
   }
   out.Text(cached_text_);
+  const auto stalled = probes_->Stalled();
   out.Family("diskprobe_probe_stalled",
              "1 while a probe operation on the device is past op_deadline and has not returned.", MetricType::Gauge);
-  for (const auto& [device, is] : probes_->Stalled()) out.Sample({{"device", device}}, is ? 1 : 0);
+  for (const auto& [device, is] : stalled) out.Sample({{"device", device}}, is ? 1 : 0);
+  // Outside the cached text: the set of disks without a thread changes without a published result.
+  out.Family("diskprobe_probe_thread_running",
+             "1 while the disk's probe thread runs; 0 when it could not be started (the task limit): its probes do not "
+             "run and it has no other probe series.",
+             MetricType::Gauge);
+  for (const auto& [device, is] : stalled) out.Sample({{"device", device}}, 1);
+  for (const std::string& device : probes_->Unstarted()) out.Sample({{"device", device}}, 0);
   return CollectResult::Ok();
 }
 
@@ -51,7 +59,8 @@ void ProbesCollector::WriteResults(FamilySink& out) const {
           double(s.runs[static_cast<std::size_t>(r)]));
   });
   out.Family("diskprobe_probe_errors_total",
-             "Failed probe operations by error class (eio, enospc, eacces, erofs, other).", MetricType::Counter);
+             "Failed probe operations by error class (eio, enospc, eacces, erofs, enodev, other).",
+             MetricType::Counter);
   each([&out](const std::string& device, std::string_view probe, config::ProbeKind, const ProbeStats& s) {
     for (std::size_t e = 0; e < probes::kErrorReasons.size(); ++e)
       out.Sample({{"device", device}, {"probe", probe}, {"reason", probes::kErrorReasons[e]}}, double(s.errors[e]));

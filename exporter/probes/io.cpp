@@ -122,6 +122,11 @@ std::string_view ErrorReason(int error) {
     case EACCES:
     case EPERM: return "eacces";
     case EROFS: return "erofs";
+    // The device went away: a removed disk's node (ENXIO at open, ENODEV from the block layer and
+    // from a filesystem whose disk vanished) or a card reader without its card (ENOMEDIUM).
+    case ENODEV:
+    case ENXIO:
+    case ENOMEDIUM: return "enodev";
     default: return "other";
   }
 }

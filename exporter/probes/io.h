@@ -72,7 +72,9 @@ enum class IoPriorityClass { kNone, kBestEffort, kIdle };
 // (BFQ; mq-deadline since 5.14 for the RT class) act on it; with "none" it has no effect.
 int SetThreadIoPriority(IoPriorityClass c);
 
-// Maps an errno to the error classes exported in diskprobe_probe_errors_total{reason}.
+// Maps an errno to the error classes exported in diskprobe_probe_errors_total{reason}
+// (kErrorReasons, probes/stats.h): EIO "eio"; ENOSPC, EDQUOT "enospc"; EACCES, EPERM "eacces";
+// EROFS "erofs"; ENODEV, ENXIO, ENOMEDIUM "enodev" (the device is gone); anything else "other".
 std::string_view ErrorReason(int error);
 
 }  // namespace diskprobe::probes

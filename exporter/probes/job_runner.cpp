@@ -61,7 +61,9 @@ void JobRunner::Finish(const Job& job, const RunOutcome& out, JobResult* r) {
   r->result = Classify(out);
   if (out.error != 0) {
     r->delta.CountError(out.error);
-    NoteError(job, std::strerror(out.error));
+    NoteError(job, ErrorReason(out.error) == "enodev"
+                       ? std::string("the device is gone (") + std::strerror(out.error) + ")"
+                       : std::string(std::strerror(out.error)));
   } else if (out.timed_out) {
     NoteError(job, "operation exceeded op_deadline");
   } else if (r->result == RunResult::kOk && out.corruptions.empty()) {
@@ -94,7 +96,8 @@ void JobRunner::RunRawDevice(const WorkerPlan& plan, const Job& job, RunEnv& ren
   if (dev.opened) r.direct = dev.direct ? 1 : 0;
   if (!dev.fd.valid()) {
     RunOutcome out;
-    out.error = dev.error != 0 ? dev.error : ENXIO;
+    // A node that vanished is a device that went away (removed before the registry noticed).
+    out.error = dev.error == ENOENT ? ENODEV : dev.error != 0 ? dev.error : ENXIO;
     Finish(job, out, &r);
     return;
   }
@@ -154,6 +157,7 @@ void JobRunner::RunProbeFile(const WorkerPlan& plan, const Job& job, RunEnv& ren
     opt.free_space_floor = p.free_space_floor;
     opt.free_space_floor_ratio = p.free_space_floor_ratio;
     opt.sysfs = sysfs_;
+    opt.expected_disk = plan.device.name;
     std::string error;
     int err_no = 0;
     std::uint64_t written = 0;
@@ -168,13 +172,6 @@ void JobRunner::RunProbeFile(const WorkerPlan& plan, const Job& job, RunEnv& ren
         r.delta.CountError(err_no != 0 ? err_no : EINVAL);
         r.result = RunResult::kError;
       }
-      return;
-    }
-    if (file->disk() != plan.device.name) {
-      NoteError(job, "the probe directory moved to disk \"" + file->disk() + "\"");
-      file.reset();
-      r.dir_ok = false;
-      r.result = RunResult::kError;
       return;
     }
     budget_.Charge(file->header(), written, today);

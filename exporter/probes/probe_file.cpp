@@ -1,8 +1,11 @@
 #include "probes/probe_file.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <vector>
 
 #include <boost/crc.hpp>
 
@@ -43,21 +47,113 @@ std::uint64_t NextRandom(std::uint64_t* s) {
 
 std::string Errno(const std::string& what, int e) { return what + ": " + std::strerror(e); }
 
-bool MakeStateDirectory(const std::string& dir, std::string* error, int* err_no) {
-  std::error_code ec;
-  std::filesystem::path p(dir);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    *err_no = errno;
-    *error = Errno("cannot create probe directory " + dir, errno);
-    return false;
+// Splits a path into its components, without empty ones and ".".
+std::vector<std::string> Components(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string c = path.substr(i, j - i);
+    if (!c.empty() && c != ".") out.push_back(std::move(c));
+    i = j + 1;
   }
-  return true;
+  return out;
+}
+
+// The prefix of `path` up to and including component `n` (0-based), for messages.
+std::string Prefix(const std::string& path, const std::vector<std::string>& comps, std::size_t n) {
+  std::string p = path.starts_with('/') ? "" : ".";
+  for (std::size_t i = 0; i <= n && i < comps.size(); ++i) p += "/" + comps[i];
+  return p;
+}
+
+// openat2(2) with RESOLVE_NO_SYMLINKS (Linux 5.6): the kernel refuses a symlink in any component.
+// -1 with errno ENOSYS where the kernel or a seccomp filter does not have it.
+int OpenAt2NoSymlinks(const std::string& dir) {
+#ifdef SYS_openat2
+  struct open_how how {};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof how);
+  if (fd < 0 && (errno == EPERM || errno == EINVAL || errno == E2BIG)) errno = ENOSYS;  // filtered or too old
+  return static_cast<int>(fd);
+#else
+  (void)dir;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
 }  // namespace
 
+Fd OpenDirectoryNoFollow(const std::string& dir, bool create, std::string* error, int* err_no) {
+  if (!create) {
+    int fd = OpenAt2NoSymlinks(dir);
+    if (fd >= 0) return Fd(fd);
+    // ENOSYS: the walk below does the same. Any other failure: the walk names the component.
+  }
+  const std::vector<std::string> comps = Components(dir);
+  Fd cur(::open(dir.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur.valid()) {
+    *err_no = errno;
+    *error = Errno("probe directory " + dir, errno);
+    return Fd();
+  }
+  for (std::size_t i = 0; i < comps.size(); ++i) {
+    const std::string& c = comps[i];
+    const bool last = i + 1 == comps.size();
+    int next = ::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && create) {
+      // Parents as mkdir -p makes them; the state directory itself private to the service.
+      if (::mkdirat(cur.get(), c.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST) {
+        *err_no = errno;
+        *error = Errno("cannot create probe directory " + Prefix(dir, comps, i), errno);
+        return Fd();
+      }
+      next = ::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (next < 0) {
+      const int e = errno;
+      struct stat st {};
+      const bool is_link = ::fstatat(cur.get(), c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      *err_no = EINVAL;
+      if (is_link && last) {
+        *error = "probe directory " + dir + " is a symlink; refusing (give the real directory)";
+      } else if (is_link) {
+        *error = "probe directory " + dir + ": its parent " + Prefix(dir, comps, i) +
+                 " is a symlink; refusing (give the real path: the probes never follow symlinks)";
+      } else if (e == ENOTDIR) {
+        *error = "probe directory " + dir + ": " + Prefix(dir, comps, i) + " is not a directory; refusing";
+      } else {
+        *err_no = e;
+        *error = Errno("probe directory " + Prefix(dir, comps, i), e);
+      }
+      return Fd();
+    }
+    cur.reset(next);
+  }
+  // A readable descriptor of the directory reached (O_PATH ones cannot be read or locked).
+  Fd out(::openat(cur.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!out.valid()) {
+    *err_no = errno;
+    *error = Errno("cannot open probe directory " + dir, errno);
+  }
+  return out;
+}
+
 std::string CheckProbeDirectory(const std::string& dir) {
+  // Every component, not just the last: a symlinked parent would move the writes elsewhere too.
+  const std::vector<std::string> comps = Components(dir);
+  for (std::size_t i = 0; i + 1 < comps.size(); ++i) {
+    const std::string p = Prefix(dir, comps, i);
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return "";
+    if (S_ISLNK(st.st_mode))
+      return "probe directory " + dir + ": its parent " + p +
+             " is a symlink; refusing (give the real path: the probes never follow symlinks)";
+    if (!S_ISDIR(st.st_mode)) return "probe directory " + dir + ": " + p + " is not a directory; refusing";
+  }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return "";
   if (S_ISLNK(st.st_mode)) return "probe directory " + dir + " is a symlink; refusing (give the real directory)";
@@ -185,21 +281,6 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   *bytes_written = 0;
   *err_no = EINVAL;
   const std::string& dir = opt.directory;
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT && opt.create_directory) {
-      if (!MakeStateDirectory(dir, error, err_no)) return nullptr;
-      if (::lstat(dir.c_str(), &st) != 0) {
-        *err_no = errno;
-        *error = Errno("probe directory " + dir, errno);
-        return nullptr;
-      }
-    } else {
-      *err_no = errno;
-      *error = Errno("probe directory " + dir, errno);
-      return nullptr;
-    }
-  }
   if (std::string refusal = CheckProbeDirectory(dir); !refusal.empty()) {
     *error = refusal;
     return nullptr;
@@ -208,16 +289,29 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   std::unique_ptr<ProbeFile> f(new ProbeFile());
   f->free_floor_ = opt.free_space_floor;
   f->free_ratio_ = opt.free_space_floor_ratio;
-  f->dir_fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!f->dir_fd_.valid()) {
-    *err_no = errno;
-    *error = Errno("cannot open probe directory " + dir, errno);
-    return nullptr;
-  }
+  // The check above gives the clearer message; this open is the one that counts (no symlink in
+  // any component, whatever changed since).
+  f->dir_fd_ = OpenDirectoryNoFollow(dir, opt.create_directory, error, err_no);
+  if (!f->dir_fd_.valid()) return nullptr;
+  *err_no = EINVAL;
   struct stat dst {};
   ::fstat(f->dir_fd_.get(), &dst);
   f->disk_ = DiskOfDev(opt.sysfs, dst.st_dev);
   f->path_ = util::JoinPath(dir, opt.file_name);
+  if (!opt.expected_disk.empty() && f->disk_ != opt.expected_disk) {
+    // Checked before anything is created or written: a file made here would land on another disk,
+    // or on a filesystem whose disk is gone (where a lookup and an exclusive create disagree).
+    const std::string devno = std::to_string(major(dst.st_dev)) + ":" + std::to_string(minor(dst.st_dev));
+    if (f->disk_.empty() && major(dst.st_dev) != 0) {
+      *err_no = ENODEV;
+      *error = "the disk that held probe directory " + dir + " (block device " + devno + ", " + opt.expected_disk +
+               ") is gone while its filesystem is still mounted there; not touching the probe file";
+    } else {
+      *error = "probe directory " + dir + " is now on disk \"" + f->disk_ + "\", not " + opt.expected_disk +
+               "; not touching the probe file";
+    }
+    return nullptr;
+  }
   std::random_device rd;
   f->rng_state_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(MonotonicNs());
   if (f->rng_state_ == 0) f->rng_state_ = 0x9e3779b97f4a7c15ull;
@@ -226,69 +320,95 @@ std::unique_ptr<ProbeFile> ProbeFile::Open(const ProbeFileOptions& opt, std::str
   AlignedBuffer block(kProbeBlock, kProbeBlock);
   bool created = false;
   std::optional<ProbeFileHeader> carry;
-  int fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ELOOP) {
-    *error = "probe file " + f->path_ + " is a symlink; refusing to follow it";
-    return nullptr;
-  }
-  if (fd >= 0) {
-    Fd existing(fd);
-    struct stat fst {};
-    ::fstat(fd, &fst);
-    if (!S_ISREG(fst.st_mode)) {
-      *error = "probe file " + f->path_ + " is not a regular file; refusing";
+  // One prober per file: a second ProbeFile on the same file (a thread of this process still
+  // finishing on a disk that went away while a new one starts, or a second exporter) is refused
+  // instead of both writing and counting the same blocks. Taken before the header is read.
+  const auto lock = [&](int lfd) {
+    if (::flock(lfd, LOCK_EX | LOCK_NB) == 0) return true;
+    const int e = errno;
+    *err_no = e == EWOULDBLOCK ? EBUSY : e;
+    *error = e == EWOULDBLOCK ? "probe file " + f->path_ +
+                                    " is in use by another prober (another diskprobe_exporter, or a probe thread "
+                                    "still finishing on a disk that went away); not opening it twice"
+                              : Errno("cannot lock probe file " + f->path_, e);
+    return false;
+  };
+  // Twice at most: a file that appears between the lookup and the exclusive create is looked at again.
+  for (int attempt = 0;; ++attempt) {
+    int fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ELOOP) {
+      *error = "probe file " + f->path_ + " is a symlink; refusing to follow it";
       return nullptr;
     }
-    if (fst.st_nlink != 1 || fst.st_uid != ::geteuid()) {
-      *error = "probe file " + f->path_ + " has other links or another owner; refusing to write to it";
-      return nullptr;
-    }
-    ProbeFileHeader h;
-    std::uint64_t version = 0;
-    ssize_t n = ::pread(fd, block.data(), kProbeBlock, 0);
-    if (n != static_cast<ssize_t>(kProbeBlock) || !DecodeHeader(block.data(), &h, &version)) {
-      *error = "file " + f->path_ + " exists and is not a diskprobe probe file; refusing to overwrite it";
-      return nullptr;
-    }
-    if (version != kFormatVersion || h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
-      // Ours, with another size: replace it, keeping the day's budget use.
-      carry = h;
-      if (::unlinkat(f->dir_fd_.get(), opt.file_name.c_str(), 0) != 0) {
-        *err_no = errno;
-        *error = Errno("cannot replace probe file " + f->path_, errno);
+    if (fd >= 0) {
+      Fd existing(fd);
+      struct stat fst {};
+      ::fstat(fd, &fst);
+      if (!S_ISREG(fst.st_mode)) {
+        *error = "probe file " + f->path_ + " is not a regular file; refusing";
         return nullptr;
       }
-    } else {
-      f->header_ = h;
-      f->sync_fd_ = std::move(existing);
-    }
-  } else if (errno != ENOENT) {
-    *err_no = errno;
-    *error = Errno("cannot open probe file " + f->path_, errno);
-    return nullptr;
-  }
-
-  if (!f->sync_fd_.valid()) {
-    std::uint64_t avail = 0, floor = 0;
-    if (f->FreeSpace(&avail, &floor) && avail < size + floor) {
-      *err_no = ENOSPC;
-      *error = "not enough free space in " + dir + " for a " + std::to_string(size) + "-byte probe file above the " +
-               std::to_string(floor) + "-byte floor (" + std::to_string(avail) + " bytes free)";
-      return nullptr;
-    }
-    fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
+      if (fst.st_nlink != 1 || fst.st_uid != ::geteuid()) {
+        *error = "probe file " + f->path_ + " has other links or another owner; refusing to write to it";
+        return nullptr;
+      }
+      if (!lock(fd)) return nullptr;
+      ProbeFileHeader h;
+      std::uint64_t version = 0;
+      ssize_t n = ::pread(fd, block.data(), kProbeBlock, 0);
+      if (n != static_cast<ssize_t>(kProbeBlock) || !DecodeHeader(block.data(), &h, &version)) {
+        *error = "file " + f->path_ + " exists and is not a diskprobe probe file; refusing to overwrite it";
+        return nullptr;
+      }
+      if (version != kFormatVersion || h.file_size != size || static_cast<std::uint64_t>(fst.st_size) != size) {
+        // Ours, with another size: replace it, keeping the day's budget use.
+        carry = h;
+        if (::unlinkat(f->dir_fd_.get(), opt.file_name.c_str(), 0) != 0) {
+          *err_no = errno;
+          *error = Errno("cannot replace probe file " + f->path_, errno);
+          return nullptr;
+        }
+      } else {
+        f->header_ = h;
+        f->sync_fd_ = std::move(existing);
+      }
+    } else if (errno != ENOENT) {
       *err_no = errno;
-      *error = Errno("cannot create probe file " + f->path_, errno);
+      *error = Errno("cannot open probe file " + f->path_, errno);
       return nullptr;
     }
-    f->sync_fd_.reset(fd);
-    f->header_ = ProbeFileHeader{size, 0, 0, 0};
-    if (carry) {
-      f->header_.budget_day = carry->budget_day;
-      f->header_.budget_used = carry->budget_used;
+
+    if (!f->sync_fd_.valid()) {
+      std::uint64_t avail = 0, floor = 0;
+      if (f->FreeSpace(&avail, &floor) && avail < size + floor) {
+        *err_no = ENOSPC;
+        *error = "not enough free space in " + dir + " for a " + std::to_string(size) + "-byte probe file above the " +
+                 std::to_string(floor) + "-byte floor (" + std::to_string(avail) + " bytes free)";
+        return nullptr;
+      }
+      fd = ::openat(f->dir_fd_.get(), opt.file_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0 && errno == EEXIST && attempt == 0) continue;
+      if (fd < 0 && errno == EEXIST) {
+        *err_no = EEXIST;
+        *error = "probe file " + f->path_ +
+                 " was missing, then existed when created, twice: something else is creating and removing it; refusing";
+        return nullptr;
+      }
+      if (fd < 0) {
+        *err_no = errno;
+        *error = Errno("cannot create probe file " + f->path_, errno);
+        return nullptr;
+      }
+      f->sync_fd_.reset(fd);
+      if (!lock(fd)) return nullptr;
+      f->header_ = ProbeFileHeader{size, 0, 0, 0};
+      if (carry) {
+        f->header_.budget_day = carry->budget_day;
+        f->header_.budget_used = carry->budget_used;
+      }
+      created = true;
     }
-    created = true;
+    break;
   }
 
   // The O_DIRECT|O_DSYNC descriptor is a reopen of the same inode through /proc/self/fd, so no

@@ -46,6 +46,10 @@ struct ProbeFileOptions {
   // The file's name in `directory`: the probes' kProbeFileName, or the bench's own file (a bench
   // run must not resize or rewrite the file the exporter's probes are using).
   std::string file_name = kProbeFileName;
+  // The disk the directory must be on ("": any). Checked before anything is created: a directory
+  // now on another disk is refused (EINVAL), one whose disk has vanished while its filesystem is
+  // still mounted (a block device number that sysfs no longer has) is refused with ENODEV.
+  std::string expected_disk;
 };
 
 // Free space below which write probes do not start: the smaller of floor and ratio x total.
@@ -57,14 +61,28 @@ std::uint64_t FreeSpaceFloor(std::uint64_t total_bytes, std::uint64_t floor, dou
 std::string DiskOfDev(const std::string& sysfs, dev_t dev);
 
 // Checks that `dir` may hold a probe file: it must be a real directory, not a symlink and not a
-// device. Returns "" when it may (or when it does not exist yet), else the refusal for the log.
+// device, and no component of its path may be a symlink either (a symlinked parent moves the
+// writes as surely as a symlinked directory). Returns "" when it may (or when it, or a parent,
+// does not exist yet), else the refusal for the log. Advisory (lstat): ProbeFile::Open enforces
+// the same with OpenDirectoryNoFollow.
 std::string CheckProbeDirectory(const std::string& dir);
+
+// Opens directory `dir` for reading without following a symlink in any component:
+// openat2(RESOLVE_NO_SYMLINKS) where the kernel (5.6+) and the seccomp filter allow it, else one
+// openat(O_PATH|O_DIRECTORY|O_NOFOLLOW) per component. `create`: missing components are made
+// (parents 0755, the last 0700) with mkdirat in the directory just opened, so creation cannot be
+// redirected either. On failure returns an invalid Fd, *error a sentence naming the component
+// ("probe directory /a/b/c: its parent /a/b is a symlink; refusing ...") and *err_no its errno
+// (EINVAL for a symlink or a non-directory component).
+Fd OpenDirectoryNoFollow(const std::string& dir, bool create, std::string* error, int* err_no);
 
 class ProbeFile {
  public:
   // Opens <directory>/diskprobe_exporter.probe, creating and filling it when missing. On failure
   // returns null with *error set to a sentence for the log ("... is a symlink; refusing") and
-  // *err_no to the errno behind it (EINVAL for a policy refusal). *bytes_written gets what the
+  // *err_no to the errno behind it (EINVAL for a policy refusal, EBUSY when another ProbeFile
+  // holds the file: each open file is flock(LOCK_EX)ed for its lifetime, ENODEV when the disk of
+  // opt.expected_disk is gone). *bytes_written gets what the
   // creation wrote (count it against the budget).
   static std::unique_ptr<ProbeFile> Open(const ProbeFileOptions& opt, std::string* error, int* err_no,
                                          std::uint64_t* bytes_written);

@@ -1,6 +1,7 @@
 #include "probes/probe_manager.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,12 +19,16 @@ using probes::WorkerPlan;
 namespace {
 
 // The disk that holds `dir`, or of its nearest existing ancestor (the state directory may not
-// exist yet). "" when it has no block device.
-std::string DiskOfDirectory(const std::string& sysfs, const std::string& dir) {
+// exist yet). "" when it has no block device; *dev gets the filesystem's device number.
+std::string DiskOfDirectory(const std::string& sysfs, const std::string& dir, dev_t* dev) {
   std::filesystem::path p(dir);
+  *dev = 0;
   while (true) {
     struct stat st {};
-    if (::stat(p.c_str(), &st) == 0) return probes::DiskOfDev(sysfs, st.st_dev);
+    if (::stat(p.c_str(), &st) == 0) {
+      *dev = st.st_dev;
+      return probes::DiskOfDev(sysfs, st.st_dev);
+    }
     if (!p.has_parent_path() || p.parent_path() == p) return "";
     p = p.parent_path();
   }
@@ -106,11 +111,17 @@ void ProbeManager::Reconcile() {
         unresolved.push_back({dir, "", false});
         continue;
       }
-      std::string disk = DiskOfDirectory(sysfs_, dir);
+      dev_t dev = 0;
+      std::string disk = DiskOfDirectory(sysfs_, dir, &dev);
       auto it = disk.empty() ? desired.end() : desired.find(disk);
       if (it == desired.end()) {
-        std::string why = disk.empty() ? "its filesystem is not on a block device (tmpfs, overlay, network?)"
-                                       : "its disk " + disk + " is not monitored (devices.include/exclude)";
+        // Anonymous devices (tmpfs, overlay, NFS, FUSE, btrfs subvolumes) have major 0; a block
+        // device number that sysfs no longer lists is a disk that vanished under its mount.
+        std::string why = !disk.empty() ? "its disk " + disk + " is not monitored (devices.include/exclude)"
+                          : major(dev) != 0
+                              ? "the disk that held it (block device " + std::to_string(major(dev)) + ":" +
+                                    std::to_string(minor(dev)) + ") is gone; its filesystem is still mounted"
+                              : "its filesystem is not on a block device (tmpfs, overlay, network?)";
         if (FirstTime("dir|" + dir + "|" + why))
           log::Warn("no write probes for a probe directory", {{"directory", dir}, {"reason", why}});
         unresolved.push_back({dir, disk, false});

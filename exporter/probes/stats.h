@@ -19,7 +19,9 @@ inline constexpr int kRunResults = 6;
 std::string_view RunResultName(RunResult r);  // "ok", "error", "timeout", "skipped_busy", ...
 
 // Error classes of diskprobe_probe_errors_total{reason} (probes/io.h ErrorReason).
-inline constexpr std::array<std::string_view, 5> kErrorReasons = {"eio", "enospc", "eacces", "erofs", "other"};
+// "enodev": the device, or the disk holding the probe directory, is gone (unplugged, card removed).
+inline constexpr std::array<std::string_view, 6> kErrorReasons = {"eio",   "enospc", "eacces",
+                                                                  "erofs", "enodev", "other"};
 
 struct ProbeStats {
   std::array<std::uint64_t, kLatencyBuckets.size()> buckets{};  // per bucket, not cumulative

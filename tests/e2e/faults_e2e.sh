@@ -185,6 +185,14 @@ for cycle in 1 2 3; do
     bash -c "[ $alive1 = yes ] && [ $gone = yes ] && [ $back = yes ]"
 done
 check "thread count stable after three detach/re-attach cycles ($th0 -> $th2)" test "$th2" = "$th0"
+# A probe that met the detached disk before discovery dropped it says so: "the device is gone",
+# never a stale errno ("File exists" once) and never under reason "other".
+h_failed=$(grep "msg=\"probe failed\" device=$H " "$E2E_WORK/exporter.log" || true)
+log "H: probe failures logged while detached: $(echo "$h_failed" | sed -n 's/.* err=//p' | sort | uniq -c | tr -s ' \n' ' ')"
+check "H: every logged failure says the device is gone" \
+  bash -c "[ -z \"\$1\" ] || ! echo \"\$1\" | grep -v -q 'err=\"the device is gone'" _ "$h_failed"
+check "H: no error counted under reason other" \
+  bash -c "! grep -q '^diskprobe_probe_errors_total{device=\"$H\",probe=\"randread\",reason=\"other\"} [1-9]' c1.txt c2.txt"
 
 # --- (d) read-only ---------------------------------------------------------------------------
 log "(d) D: blockdev --setro, then mount -o remount,ro"

@@ -177,14 +177,15 @@ check "the device's counters agree with written_bytes_total within filesystem me
   bash -c "[ $dev -ge $wsum ] && [ $((dev - wsum)) -le $((wsum / 4)) ]"
 
 # ---------------------------------------------------------------------------------------------
-log "safety: symlinked directory, symlinked probe file, a block device as the directory"
+log "safety: symlinked directory, symlinked parent, symlinked probe file, a block device as the directory"
 card_start C 16M
 C=$CARD_NAME; CDEV=$CARD_DEV
 dd if=/dev/urandom of="$CDEV" bs=1M count=16 oflag=direct status=none
 c_before=$(sha256sum <"$CDEV")
 S=$AMNT/safety
-mkdir -p "$S/real" "$S/filelink"
+mkdir -p "$S/real" "$S/filelink" "$S/realparent/probe"
 ln -s "$S/real" "$S/dirlink"
+ln -s "$S/realparent" "$S/parentlink"
 head -c 65536 /dev/urandom >"$S/precious"
 ln -s "$S/precious" "$S/filelink/diskprobe_exporter.probe"
 p_before=$(sha256sum <"$S/precious")
@@ -192,7 +193,7 @@ cat >c.yml <<YML
 devices: {include: ['$A', '$C']}
 probes:
   state_directory: $AMNT/state
-  write_directories: ['$S/dirlink', '$S/filelink', '$CDEV']
+  write_directories: ['$S/dirlink', '$S/parentlink/probe', '$S/filelink', '$CDEV']
   probe_file_size: 1MiB
   busy_threshold: 1
   defaults:
@@ -205,10 +206,12 @@ start_exporter --config.file=c.yml
 sleep 4
 scrape >c1.txt
 stop_exporter
-for d in "$S/dirlink" "$S/filelink" "$CDEV"; do
+for d in "$S/dirlink" "$S/parentlink/probe" "$S/filelink" "$CDEV"; do
   check "directory_up 0 for $d" grep -q "^diskprobe_probe_directory_up{device=\"[^\"]*\",directory=\"$d\"} 0$" c1.txt
 done
 check "log: symlinked directory refused" grep -q "probe directory $S/dirlink is a symlink; refusing" "$E2E_WORK/exporter.log"
+check "log: symlinked parent refused" grep -q "probe directory $S/parentlink/probe: its parent $S/parentlink is a symlink; refusing" "$E2E_WORK/exporter.log"
+check "directory behind the symlinked parent still empty" test -z "$(ls -A "$S/realparent/probe")"
 check "log: symlinked probe file refused" grep -q "probe file $S/filelink/diskprobe_exporter.probe is a symlink; refusing" "$E2E_WORK/exporter.log"
 check "log: block device refused" grep -q "probe directory $CDEV is a device; refusing" "$E2E_WORK/exporter.log"
 check "symlink target unchanged (sha256)" test "$(sha256sum <"$S/precious")" = "$p_before"

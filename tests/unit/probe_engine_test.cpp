@@ -12,6 +12,8 @@
 #include <random>
 #include <set>
 
+#include "collect_util.h"
+#include "collectors/probes.h"
 #include "config/config.h"
 #include "fake_env.h"
 #include "probes/device_lock.h"
@@ -414,6 +416,21 @@ TEST_F(EngineTest, DiskRemovedMidRunIsDroppedAndItsThreadEnds) {
   ASSERT_TRUE(rig_.env->Settle(1));
 }
 
+// The node of a disk pulled before the registry noticed is gone (ENOENT at open): the device went
+// away, counted as reason "enodev" (not "other") and logged as such, once.
+TEST_F(EngineTest, AVanishedDeviceNodeCountsAsEnodev) {
+  LogCapture logs;
+  rig_.env->open_error = ENOENT;
+  StartManager(rig_.Config("    randread: {enabled: true, interval: 1m}\n"));
+  ASSERT_TRUE(
+      StepUntil(2, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kError) >= 2; }));
+  const probes::ProbeStats s = Stats(ProbeKind::kRandRead);
+  ASSERT_EQ(probes::kErrorReasons[4], "enodev");
+  EXPECT_EQ(s.errors[4], Runs(s, RunResult::kError));
+  EXPECT_EQ(s.errors[5], 0u) << "nothing under other";
+  EXPECT_EQ(logs.Count("the device is gone (No such device)"), 1);
+}
+
 TEST_F(EngineTest, AThreadThatCannotStartIsReportedOnceAndRetried) {
   LogCapture logs;
   rig_.AddDisk("second");
@@ -430,9 +447,21 @@ TEST_F(EngineTest, AThreadThatCannotStartIsReportedOnceAndRetried) {
   EXPECT_GE(rig_.env->threads_asked.load() - asked, 5) << "retried every tick";
   EXPECT_FALSE(Find(manager_->Snapshot(), kDisk));
   EXPECT_TRUE(Find(manager_->Snapshot(), "second")) << "the other disk keeps its probes";
+  // The disk without a thread has no other probe series: this one says its probes do not run.
+  collectors::ProbesCollector collector(manager_.get());
+  const collectors::Paths paths;
+  const DeviceList devices;
+  const collectors::ScrapeContext ctx{paths, devices};
+  const std::string running = "diskprobe_probe_thread_running{device=\"";
+  std::string text = testing::Collect(collector, ctx).text;
+  EXPECT_EQ(testing::SampleValue(text, running + kDisk + "\"}"), 0.0) << text;
+  EXPECT_EQ(testing::SampleValue(text, running + "second\"}"), 1.0) << text;
+  EXPECT_EQ(text.find("diskprobe_probe_runs_total{device=\"" + std::string(kDisk)), std::string::npos);
   rig_.env->RefuseThread(kDisk, false);
   ASSERT_TRUE(StepUntil(2, seconds(1), 10, [&] { return manager_->Unstarted().empty(); }));
   EXPECT_TRUE(Find(manager_->Snapshot(), kDisk));
+  text = testing::Collect(collector, ctx).text;
+  EXPECT_EQ(testing::SampleValue(text, running + kDisk + "\"}"), 1.0) << text;
   ASSERT_TRUE(
       StepUntil(3, seconds(1), 10 * 60, [&] { return Runs(Stats(ProbeKind::kRandRead), RunResult::kOk) >= 1; }));
 }

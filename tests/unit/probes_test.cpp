@@ -2,6 +2,7 @@
 // and the runners on an ordinary file.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "probes/io.h"
 #include "probes/probe_file.h"
 #include "probes/runners.h"
 #include "probes/stats.h"
@@ -113,6 +115,113 @@ TEST(ProbeFile, RefusesSymlinkedDirectory) {
   EXPECT_FALSE(ProbeFile::Open(Options(t.path() + "/link"), &err, &e, &written));
   EXPECT_EQ(err, "probe directory " + t.path() + "/link is a symlink; refusing (give the real directory)");
   EXPECT_TRUE(fs::is_empty(t.path() + "/real")) << "nothing written through the link";
+}
+
+// A symlink anywhere in the path moves the writes as surely as a symlinked directory: refused,
+// and nothing is written where the link points.
+TEST(ProbeFile, RefusesASymlinkedParentAndWritesNothingBehindIt) {
+  TempDir t;
+  fs::create_directories(t.path() + "/real/probe");
+  fs::create_directory_symlink(t.path() + "/real", t.path() + "/link");
+  const std::string dir = t.path() + "/link/probe";
+  const std::string refusal = CheckProbeDirectory(dir);
+  EXPECT_NE(refusal.find("its parent " + t.path() + "/link is a symlink; refusing"), std::string::npos) << refusal;
+  std::string err;
+  int e = 0;
+  std::uint64_t w = 0;
+  EXPECT_FALSE(ProbeFile::Open(Options(dir), &err, &e, &w));
+  EXPECT_NE(err.find("its parent " + t.path() + "/link is a symlink"), std::string::npos) << err;
+  EXPECT_EQ(e, EINVAL);
+  EXPECT_EQ(w, 0u);
+  EXPECT_TRUE(fs::is_empty(t.path() + "/real/probe"));
+  // The state directory is created when missing: never through a symlinked parent either.
+  ProbeFileOptions o = Options(t.path() + "/link/state/sub");
+  o.create_directory = true;
+  EXPECT_FALSE(ProbeFile::Open(o, &err, &e, &w));
+  EXPECT_NE(err.find("is a symlink"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t.path() + "/real/state"));
+}
+
+// The no-follow open itself, whatever the advisory check said: openat2 (create = false) and the
+// per-component walk (create = true, which always walks).
+TEST(ProbeFile, OpenDirectoryNoFollowRefusesALinkInAnyComponent) {
+  TempDir t;
+  fs::create_directories(t.path() + "/a/b/c");
+  fs::create_directory_symlink(t.path() + "/a/b", t.path() + "/a/l");
+  for (bool create : {false, true}) {
+    std::string err;
+    int e = 0;
+    EXPECT_TRUE(OpenDirectoryNoFollow(t.path() + "/a/b/c", create, &err, &e).valid()) << err;
+    Fd fd = OpenDirectoryNoFollow(t.path() + "/a/l/c", create, &err, &e);
+    EXPECT_FALSE(fd.valid()) << "create " << create;
+    EXPECT_EQ(e, EINVAL);
+    EXPECT_NE(err.find("its parent " + t.path() + "/a/l is a symlink"), std::string::npos) << err;
+    fd = OpenDirectoryNoFollow(t.path() + "/a/l", create, &err, &e);
+    EXPECT_FALSE(fd.valid());
+    EXPECT_NE(err.find(t.path() + "/a/l is a symlink; refusing"), std::string::npos) << err;
+  }
+  std::string err;
+  int e = 0;
+  EXPECT_TRUE(OpenDirectoryNoFollow(t.path() + "/a/new/deeper", true, &err, &e).valid()) << err;
+  struct stat st {};
+  ASSERT_EQ(::stat((t.path() + "/a/new/deeper").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+// Two probers on one file (a thread still finishing on a disk that went away and the new one,
+// or two exporters) would write and count the same blocks: the second is refused while the
+// first holds it, and gets it afterwards.
+TEST(ProbeFile, ASecondOpenOfTheSameFileIsRefusedWhileTheFirstHoldsIt) {
+  TempDir t;
+  std::string err;
+  int e = 0;
+  std::uint64_t w = 0;
+  auto first = ProbeFile::Open(Options(t.path()), &err, &e, &w);
+  ASSERT_TRUE(first) << err;
+  EXPECT_FALSE(ProbeFile::Open(Options(t.path()), &err, &e, &w));
+  EXPECT_EQ(e, EBUSY);
+  EXPECT_NE(err.find("is in use by another prober"), std::string::npos) << err;
+  EXPECT_EQ(err.find("File exists"), std::string::npos) << err;
+  first.reset();
+  EXPECT_TRUE(ProbeFile::Open(Options(t.path()), &err, &e, &w)) << err;
+}
+
+// The disk that held the directory is gone while its filesystem stays mounted (a USB disk
+// pulled): refused with ENODEV before anything is created, instead of creating a probe file on a
+// dead filesystem. A sysfs root without the filesystem's device number stands for the vanished disk.
+TEST(ProbeFile, ADirectoryWhoseDiskVanishedIsRefusedBeforeCreating) {
+  TempDir t, sys;
+  fs::create_directories(sys.path() + "/dev/block");
+  fs::create_directories(t.path() + "/probe");
+  struct stat st {};
+  ASSERT_EQ(::stat(t.path().c_str(), &st), 0);
+  ProbeFileOptions o = Options(t.path() + "/probe");
+  o.sysfs = sys.path();
+  o.expected_disk = "sdz";
+  std::string err;
+  int e = 0;
+  std::uint64_t w = 0;
+  EXPECT_FALSE(ProbeFile::Open(o, &err, &e, &w));
+  if (major(st.st_dev) != 0) {
+    EXPECT_EQ(e, ENODEV);
+    EXPECT_EQ(ErrorReason(e), "enodev");
+    EXPECT_NE(err.find("the disk that held probe directory " + t.path() + "/probe (block device " +
+                       std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)) + ", sdz) is gone"),
+              std::string::npos)
+        << err;
+  } else {
+    // An anonymous-device /tmp (tmpfs, overlay): not a vanished disk, a directory on no disk.
+    EXPECT_EQ(e, EINVAL);
+    EXPECT_NE(err.find("is now on disk \"\", not sdz"), std::string::npos) << err;
+  }
+  EXPECT_EQ(w, 0u);
+  EXPECT_TRUE(fs::is_empty(t.path() + "/probe")) << "nothing created on the dead filesystem";
+  // On the disk it should be: opens.
+  fs::create_directories(sys.path() + "/block/sdz");
+  fs::create_directory_symlink(
+      sys.path() + "/block/sdz",
+      sys.path() + "/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)));
+  EXPECT_TRUE(ProbeFile::Open(o, &err, &e, &w)) << err;
 }
 
 TEST(ProbeFile, RefusesSymlinkedFileAndLeavesTargetUntouched) {
@@ -309,7 +418,14 @@ TEST(ProbeStats, BucketsAndErrorClasses) {
   s.CountError(EROFS);
   s.CountError(EPERM);
   s.CountError(ETIMEDOUT);
-  EXPECT_EQ(s.errors, (std::array<std::uint64_t, 5>{1, 0, 1, 1, 1}));
+  EXPECT_EQ(s.errors, (std::array<std::uint64_t, 6>{1, 0, 1, 1, 0, 1}));
+  // A device that went away is its own class, not "other".
+  s.CountError(ENODEV);
+  s.CountError(ENXIO);
+  s.CountError(ENOMEDIUM);
+  s.CountError(EEXIST);
+  EXPECT_EQ(s.errors, (std::array<std::uint64_t, 6>{1, 0, 1, 1, 3, 2}));
+  EXPECT_EQ(kErrorReasons[4], "enodev");
 }
 
 }  // namespace
