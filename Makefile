@@ -51,12 +51,13 @@ check-e2e: configure
 	cmake --build $(BUILD) -j $(JOBS)
 	ctest --test-dir $(BUILD) -L e2e -LE slow --output-on-failure $(CTEST_ARGS)
 
-# The same tests on an AddressSanitizer + UndefinedBehaviorSanitizer build, except the fleet
-# deployment ones (Ansible, container, Kubernetes, compose): they check packaging and manifests,
-# run by `make test`, and would add minutes to CI without exercising more of the exporter's code.
+# The same tests on an AddressSanitizer + UndefinedBehaviorSanitizer build, except those that
+# check packaging, manifests, the unit's sandbox, alert rules, dashboards and Prometheus's side of
+# the fleet path (deploy_*, fleet_*, prometheus_rules_*, dashboards_lint): run by `make test`,
+# they would add minutes to CI without exercising more of the exporter's code.
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DDISKPROBE_ASAN=ON -DDISKPROBE_UBSAN=ON" \
-	  CTEST_ARGS="-E '^deploy_(ansible|container|kubernetes|compose)'"
+	  CTEST_ARGS="-E '^(deploy_|fleet_|prometheus_rules_|dashboards_lint)'"
 
 # Cost of a scrape beside node_exporter; impact and CPU cost of the probes beside fio on an
 # emulated card (root, FUSE and loop devices needed). tests/bench/README.md
