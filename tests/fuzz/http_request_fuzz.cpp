@@ -13,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const std::size_t max_head = Limits{}.max_head_bytes;
   const HeadEnd h = FindHeadEnd(in, max_head);
-  if (h.end != std::string_view::npos && (h.end + h.skip > in.size() || (h.skip != 1 && h.skip != 2)))
-    __builtin_trap();
+  if (h.end != std::string_view::npos && (h.end + h.skip > in.size() || (h.skip != 1 && h.skip != 2))) __builtin_trap();
   // A head the server would parse; else the whole input, as if it were a complete head.
   const std::string_view head = h.end != std::string_view::npos && h.end <= max_head ? in.substr(0, h.end) : in;
   const ParsedHead p = ParseRequestHead(head);
