@@ -1,6 +1,7 @@
-// config.txt (ParseBootConfig). The first byte picks the board the filters are evaluated for
-// (none, or one of the fixture boards); the rest is the file. Every `include` gets the same text
-// back, so include loops and the depth bound run too.
+// config.txt (ParseBootConfig). The first byte's low 7 bits pick the board the filters are
+// evaluated for (none, or one of the fixture boards), its high bit whether includes are followed;
+// the rest is the file. Every `include` gets the same text back, so include loops and the depth
+// bound run too.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       "Raspberry Pi 5 Model B Rev 1.0",      "Raspberry Pi Zero 2 W Rev 1.0",  "Raspberry Pi Model B Rev 2"};
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   BootConfigInput input;
-  if (data[0] % (kModels.size() + 1) != 0) input.board = ParseBoardModel(kModels[data[0] % (kModels.size() + 1) - 1]);
+  const std::size_t board = (data[0] & 0x7f) % (kModels.size() + 1);  // 0: no board known
+  if (board != 0) input.board = ParseBoardModel(kModels[board - 1]);
   if (data[0] & 0x80) input.load_file = [text](std::string_view) { return std::optional<std::string>(text); };
   const BootConfig c = ParseBootConfig(text, input);
   if (c.files.empty()) __builtin_trap();  // config.txt itself is always read
