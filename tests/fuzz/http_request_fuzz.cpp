@@ -1,10 +1,13 @@
 // The HTTP request path up to the handler: the bytes a client sent, delimited as the server's
 // event loop delimits them (FindHeadEnd with the default 8 KiB head limit) and parsed as it
-// parses them (ParseRequestHead), then the header lookups the handlers make.
+// parses them (ParseRequestHead), then what the handlers parse of it: the Authorization header's
+// base64 (basic auth, before any password check) and Accept-Encoding (gzip).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "http/auth.h"
+#include "http/gzip.h"
 #include "http/request_head.h"
 #include "http/server.h"
 
@@ -19,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const ParsedHead p = ParseRequestHead(head);
   if (p.error == 0) {
     if (p.req.path.empty() || p.req.path.front() != '/') __builtin_trap();
-    (void)p.req.Header("Authorization");
-    (void)p.req.Header("Accept-Encoding");
+    if (const auto a = p.req.Header("Authorization"); a && a->size() >= 6) (void)DecodeBase64(a->substr(6));
+    if (const auto ae = p.req.Header("Accept-Encoding")) (void)AcceptsGzip(*ae);
     (void)p.req.Header("connection");
   }
   return 0;
