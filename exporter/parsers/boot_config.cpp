@@ -201,10 +201,6 @@ class Evaluator {
       Diag("include_depth", "include " + path + ": nested deeper than " + std::to_string(in_.max_include_depth), where);
       return;
     }
-    if (out_.files.size() >= in_.max_files) {
-      Diag("include_limit", "include " + path + ": more than " + std::to_string(in_.max_files) + " files read", where);
-      return;
-    }
     auto content = in_.load_file(path);
     if (!content) {
       Diag("include_missing", "include " + path + ": cannot read", where);

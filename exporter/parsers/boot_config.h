@@ -50,10 +50,6 @@ struct BootConfigInput {
   BootFileLoader load_file;              // empty: includes are reported, not followed
   std::string file_name = "config.txt";  // name used in diagnostics and loop detection
   unsigned max_include_depth = 8;
-  // Files read in all, config.txt and every include counted each time it is read. Loop detection
-  // goes by the name as written, so one file that includes itself under several names ("x",
-  // "./x", ".//x") fans out to (includes per file)^depth reads without this bound.
-  unsigned max_files = 64;
 };
 
 struct BootConfigLocation {
@@ -84,8 +80,8 @@ struct BootUnevaluated {
 
 struct BootDiagnostic {
   // "unparsed_line" (no '=' and not a known space-separated command),
-  // "include_missing", "include_loop", "include_depth", "include_limit" (max_files
-  // read), "include_not_followed" (no loader), "bad_value" (e.g. a non-integer sd_overclock).
+  // "include_missing", "include_loop", "include_depth", "include_not_followed"
+  // (no loader), "bad_value" (e.g. a non-integer sd_overclock).
   std::string kind;
   std::string message;
   BootConfigLocation where;
