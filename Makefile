@@ -12,6 +12,9 @@ BUILD    ?= build
 JOBS     ?= 2
 ARGS     ?=
 CMAKE_FLAGS ?=
+# Warnings as errors: off for users (a newer compiler's new warning must not stop `make run`), on
+# in CI (.ci/run sets WERROR=ON).
+WERROR   ?= OFF
 CTEST_ARGS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
@@ -28,7 +31,7 @@ deps-test:
 	scripts/install-deps.sh test
 
 configure:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON -DDISKPROBE_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -80,7 +83,7 @@ test-cross:
 fuzz:
 	scripts/install-deps.sh fuzz
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=OFF \
-	  -DDISKPROBE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_FLAGS)
+	  -DDISKPROBE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 -DDISKPROBE_WERROR=$(WERROR) $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target diskprobe_fuzzers
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 

@@ -189,6 +189,7 @@ int Run(const Flags& flags) {
   std::unique_ptr<KmsgFollower> kmsg;
   if (collectors::Needs(chosen, collectors::Source::kKmsg)) {
     kmsg = std::make_unique<KmsgFollower>(paths.kmsg, paths.sysfs);
+    kmsg->SetDeviceFilter(cfg->devices);  // before Start: the ring's old records are held to it too
     kmsg->Start();  // a failure shows at the first scrape (the kmsg collector fails with the reason)
   }
   Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get()}));
@@ -228,6 +229,7 @@ int Run(const Flags& flags) {
       if (r.config) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
+        if (kmsg) kmsg->SetDeviceFilter(cfg->devices);
         probes.Reconfigure(probe_config(cfg));
         log::Info("configuration reloaded", {{"config", cfg->source}});
       }

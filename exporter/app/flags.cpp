@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <deque>
+#include <string_view>
 
 #include "version.h"
 
@@ -29,6 +30,19 @@ std::string CheckTelemetryPath(const std::string& p) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && std::strchr("/-._~", c) == nullptr)
       return std::string("may contain only letters, digits and / - . _ ~, got '") + c + "'";
   if (p == "/" || p == "/-/healthy" || p == "/-/ready") return p + " is another endpoint";
+  // The path is compared with the request's path as sent (RFC 9110 section 4.2.3 leaves
+  // normalisation to the server; this one does none), so a path with an empty or dot segment
+  // would only match a client that sends it that way, and the landing page's link would resolve
+  // elsewhere: "//metrics" is a network-path reference (RFC 3986 section 4.2), "/a/../metrics"
+  // resolves to "/metrics" (section 5.2.4).
+  if (p.find("//") != std::string::npos) return "may not contain an empty segment (//)";
+  for (std::size_t at = 0; at < p.size();) {
+    std::size_t end = p.find('/', at + 1);
+    if (end == std::string::npos) end = p.size();
+    std::string_view seg = std::string_view(p).substr(at + 1, end - at - 1);
+    if (seg == "." || seg == "..") return "may not contain a . or .. segment";
+    at = end;
+  }
   return "";
 }
 

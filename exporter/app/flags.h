@@ -31,7 +31,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags);
 
 // Why a telemetry path is refused ("" when it is fine): it must be an absolute path of URL-safe
 // characters (RFC 3986 unreserved and "/") and not take the place of "/", "/-/healthy" or
-// "/-/ready".
+// "/-/ready", nor contain an empty ("//") or dot ("." or "..") segment: requests are matched as
+// sent, without normalisation, and the landing page links to it.
 std::string CheckTelemetryPath(const std::string& path);
 
 }  // namespace diskprobe::app

@@ -12,7 +12,9 @@ CollectResult KmsgCollector::Collect(const ScrapeContext& ctx, FamilySink& out) 
   KmsgSnapshot s = follower_->Snapshot(disks);
   if (!s.error.empty()) return CollectResult::Failed(std::move(s.error));
   // The text is a function of the counts alone, which change only when a message is logged.
-  if (!cached_ || s.messages != cached_->messages || s.records != cached_->records || s.lost != cached_->lost) {
+  if (!cached_ || s.messages != cached_->messages || s.unattributed != cached_->unattributed ||
+      s.records != cached_->records || s.lost != cached_->lost || s.malformed != cached_->malformed ||
+      s.oversized != cached_->oversized) {
     cached_text_.clear();
     FamilySink cache(&cached_text_);
     Write(s, cache);
@@ -30,6 +32,12 @@ void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
   for (const auto& [k, v] : s.messages)
     out.Sample({{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", parsers::ToString(std::get<2>(k))}},
                static_cast<double>(v));
+  out.Family("diskprobe_kernel_messages_unattributed_total",
+             "Kernel log messages of the kinds above that name a device without series: not monitored, "
+             "logged before a new device of that name appeared, or beyond the device limit (reason).",
+             MetricType::Counter);
+  for (const auto& [k, v] : s.unattributed)
+    out.Sample({{"kind", parsers::ToString(k.second)}, {"reason", ToString(k.first)}}, static_cast<double>(v));
   out.Family("diskprobe_kernel_log_records_total",
              "Records read from the kernel log since the exporter started (from the start of the ring buffer).",
              MetricType::Counter);
@@ -38,6 +46,12 @@ void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
              "Kernel log records overwritten in the ring buffer before they were read (sequence gaps).",
              MetricType::Counter);
   out.Sample({}, static_cast<double>(s.lost));
+  out.Family("diskprobe_kernel_log_skipped_records_total",
+             "Kernel log records not counted: malformed (no \"prio,seq,ts,flags;\" prefix) or oversized "
+             "(a file or pipe line longer than 8192 bytes, the largest /dev/kmsg record).",
+             MetricType::Counter);
+  out.Sample({{"reason", "malformed"}}, static_cast<double>(s.malformed));
+  out.Sample({{"reason", "oversized"}}, static_cast<double>(s.oversized));
 }
 
 }  // namespace diskprobe::collectors

@@ -4,8 +4,12 @@
 // start of the ring buffer; the wiring starts it. A scrape copies the counts: no I/O.
 // The log unreadable (no CAP_SYSLOG, a missing path) or no follower: no series, the collector
 // fails with the reason; the other collectors run on.
-// Messages are counted under the disk they name whether or not it is monitored now, and the
-// series stay after the disk is gone: the errors logged as a card dies are the ones to keep.
+// Messages are counted under the disk they name when it is monitored (selected by the device
+// filters and present in sysfs) as they are logged, and the series stay after the disk is gone:
+// the errors logged as a card dies are the ones to keep. Messages naming any other device, and
+// those logged before a disk of the same name appeared again, are counted without the name in
+// diskprobe_kernel_messages_unattributed_total{kind,reason} (KmsgCounter in
+// sources/kmsg_follower.h): the series are bounded by the disks there are, not by the log.
 #include <optional>
 #include <string>
 

@@ -34,6 +34,22 @@ std::optional<std::pair<unsigned, unsigned>> ReadDevNumber(const std::string& pa
   return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
 }
 
+// The third field of a mountinfo line, "179:2" -> (179, 2); nullopt when it is not there.
+std::optional<std::pair<unsigned, unsigned>> DevField(std::string_view line) {
+  for (int skip = 0; skip < 2; ++skip) {
+    std::size_t sp = line.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    line.remove_prefix(sp + 1);
+  }
+  std::string_view field = line.substr(0, line.find(' '));
+  std::size_t colon = field.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto major = util::ParseU64(field.substr(0, colon));
+  auto minor = util::ParseU64(field.substr(colon + 1));
+  if (!major || !minor) return std::nullopt;
+  return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
+}
+
 struct Filesystem {
   BlockLocation where;
   std::string mountpoint, fstype;
@@ -68,7 +84,7 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     ::close(fd_);
     fd_ = -1;
   }
-  if (fd_ >= 0 && fd_on_procfs_) {
+  if (fd_ >= 0 && fd_on_procfs_ && !force_read_) {
     // 0 ready: the mount table is as it was at the last read (the poll itself consumes an event).
     pollfd p{fd_, POLLPRI, 0};
     if (::poll(&p, 1, 0) == 0) return true;
@@ -90,13 +106,19 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     ++version_;  // fd_is_self_ may have changed what the same table means
   }
   std::string text;
-  char buf[16384];
+  std::vector<char> buf(1 << 16);
   ssize_t n;
   off_t off = 0;
-  while ((n = ::pread(fd_, buf, sizeof buf, off)) > 0) {
-    text.append(buf, static_cast<std::size_t>(n));
+  bool truncated = false;
+  while ((n = ::pread(fd_, buf.data(), buf.size(), off)) > 0) {
+    const std::size_t room = max_mountinfo_bytes_ - text.size();
+    if (static_cast<std::size_t>(n) > room) {
+      text.append(buf.data(), room);
+      truncated = true;
+      break;
+    }
+    text.append(buf.data(), static_cast<std::size_t>(n));
     off += n;
-    if (text.size() > (4u << 20)) break;
   }
   if (n < 0) {
     *error = fd_procfs_ + " mountinfo: " + std::strerror(errno);
@@ -104,9 +126,35 @@ bool MountsCollector::RefreshMounts(const ScrapeContext& ctx, std::string* error
     fd_ = -1;
     return false;
   }
-  if (text != mounts_text_) {
-    mounts_ = parsers::ParseMountinfo(text);
-    mounts_text_ = std::move(text);
+  if (truncated) {
+    // Only whole lines: the cut one is neither parsed nor counted.
+    std::size_t last_nl = text.rfind('\n');
+    text.resize(last_nl == std::string::npos ? 0 : last_nl + 1);
+  }
+  if (force_read_ || text != mounts_text_) {
+    mounts_.clear();
+    mounts_seen_ = 0;
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      std::size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl);
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      if (line.empty()) continue;
+      ++mounts_seen_;
+      // Only mounts of monitored disks are kept: a host with 50,000 mounts (bind mounts of
+      // kubelet volumes) holds a few of them, not the table.
+      // Field 3 ("major:minor") decides before the line is parsed and decoded.
+      if (auto dev = DevField(line); !dev || map_.count(*dev) == 0) continue;
+      std::optional<parsers::MountInfo> m = parsers::ParseMountinfoLine(line);
+      if (m && map_.count({m->major, m->minor}) != 0) mounts_.push_back(std::move(*m));
+    }
+    truncation_error_ = truncated ? fd_procfs_ + " mountinfo: larger than " + std::to_string(max_mountinfo_bytes_) +
+                                        " bytes; read the first " + std::to_string(mounts_seen_) +
+                                        " mounts, the rest not seen"
+                                  : std::string();
+    // On procfs the poll says when the table changed: the text need not be kept.
+    mounts_text_ = fd_on_procfs_ ? std::string() : std::move(text);
+    force_read_ = false;
     ++version_;
   }
   return true;
@@ -126,6 +174,8 @@ CollectResult MountsCollector::Collect(const ScrapeContext& ctx, FamilySink& out
     text_ext4_ = std::move(ext4);
   }
   out.Text(text_);
+  // What was read is written; the cut is the collector's failure, not a silent success.
+  if (!truncation_error_.empty()) return CollectResult::Failed(truncation_error_);
   return CollectResult::Ok();
 }
 
@@ -133,7 +183,10 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
   const auto now = std::chrono::steady_clock::now();
   if (ctx.devices != map_devices_ || now - map_built_ > kPartitionMapMaxAge) {
     PartitionMap map = BuildPartitionMap(ctx.paths.sysfs, ctx.devices);
-    if (map != map_) ++version_;
+    if (map != map_) {
+      ++version_;
+      force_read_ = true;  // mounts_ holds only the mounts of the old map's devices
+    }
     map_ = std::move(map);
     map_devices_ = ctx.devices;
     map_built_ = now;
@@ -142,22 +195,46 @@ bool MountsCollector::Refresh(const ScrapeContext& ctx, std::string* error) {
   if (!RefreshMounts(ctx, error)) return false;
   if (derived_version_ == version_) return true;
 
-  // One series per (device, partition, mountpoint, fstype); when a mount point is mounted over,
-  // the later line (the visible mount) wins.
+  // One series per (device, partition, mountpoint, fstype) for the mounts of a filesystem's root
+  // (mountinfo field 4 "/"); when a mount point is mounted over, the later line (the visible
+  // mount) wins. Bind mounts of a subdirectory (root "/var/lib/kubelet/pods/...") share the
+  // superblock and its read-only state with the root mount, and come and go with pods: counted,
+  // not exported. A filesystem visible only through such bind mounts (a container's namespace)
+  // gets one series, its first mount. At most kMaxFilesystemSeries series: each filesystem's first
+  // (in label order), then the others in label order.
   fs_.clear();
   ext4_.clear();
-  if (!map_.empty()) {
-    for (const parsers::MountInfo& m : mounts_) {
-      auto it = map_.find({m.major, m.minor});
-      if (it == map_.end()) continue;
-      const BlockLocation& where = it->second;
-      // In our own namespace (fd_is_self_) per-mount "ro" is the sandbox's, not the host's.
-      fs_[{where.disk, m.fstype, m.mount_point, where.partition}] =
-          parsers::IsReadOnly(fd_is_self_ ? std::string_view() : std::string_view(m.mount_options), m.super_options);
-      // ext2/ext3 mounted by the ext4 driver have their directory under /sys/fs/ext4 too.
-      if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4_[where.partition] = where.disk;
+  omitted_bind_ = omitted_limit_ = 0;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, bool> all;
+  std::set<std::string> with_root;
+  for (const parsers::MountInfo& m : mounts_)
+    if (auto it = map_.find({m.major, m.minor}); it != map_.end() && m.root == "/")
+      with_root.insert(it->second.partition);
+  std::set<std::string> fallback_done;
+  for (const parsers::MountInfo& m : mounts_) {
+    auto it = map_.find({m.major, m.minor});
+    if (it == map_.end()) continue;
+    const BlockLocation& where = it->second;
+    // ext2/ext3 mounted by the ext4 driver have their directory under /sys/fs/ext4 too.
+    if (m.fstype == "ext4" || m.fstype == "ext3" || m.fstype == "ext2") ext4_[where.partition] = where.disk;
+    if (m.root != "/") {
+      if (with_root.count(where.partition) != 0 || !fallback_done.insert(where.partition).second) {
+        ++omitted_bind_;
+        continue;
+      }
     }
+    // In our own namespace (fd_is_self_) per-mount "ro" is the sandbox's, not the host's.
+    all[{where.disk, m.fstype, m.mount_point, where.partition}] =
+        parsers::IsReadOnly(fd_is_self_ ? std::string_view() : std::string_view(m.mount_options), m.super_options);
   }
+  // Every filesystem's first series before any filesystem's second: a hundred mounts of the root
+  // filesystem must not crowd out the boot partition.
+  std::set<std::string> has_series;
+  for (const auto& [k, v] : all)
+    if (fs_.size() < kMaxFilesystemSeries && has_series.insert(std::get<3>(k)).second) fs_.emplace(k, v);
+  for (const auto& [k, v] : all)
+    if (fs_.size() < kMaxFilesystemSeries) fs_.emplace(k, v);
+  omitted_limit_ = all.size() - fs_.size();
   derived_version_ = version_;
   return true;
 }
@@ -189,6 +266,12 @@ void MountsCollector::Write(const std::vector<Ext4Files>& ext4, FamilySink& out)
                 {"mountpoint", std::get<2>(k)},
                 {"partition", std::get<3>(k)}},
                v ? 1 : 0);
+  out.Family("diskprobe_filesystem_mounts_omitted",
+             "Mounts of filesystems on monitored disks without a diskprobe_filesystem_read_only series: "
+             "bind mounts of a subdirectory (reason bind), or beyond the series limit (reason limit).",
+             MetricType::Gauge);
+  out.Sample({{"reason", "bind"}}, static_cast<double>(omitted_bind_));
+  out.Sample({{"reason", "limit"}}, static_cast<double>(omitted_limit_));
 
   struct Ext4Data {
     const std::string& disk;

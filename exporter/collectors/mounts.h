@@ -18,6 +18,19 @@
 // (6.15+). Kernels 6.12-6.14 show no sign of an ext4 error remount in mountinfo: the ext4 error
 // counter and the kmsg collector's remount_ro kind cover them.
 // mountinfo unreadable: no series, the collector fails, the reason is logged once.
+//
+// Bounds (a host with tens of thousands of mounts, series labelled with pod ids):
+//   - series: one per mount of a filesystem's root (mountinfo root "/"); bind mounts of a
+//     subdirectory are counted in diskprobe_filesystem_mounts_omitted{reason="bind"} (they share
+//     the superblock, whose read-only state the root mount shows). A filesystem seen only through
+//     such bind mounts gets one series, its first mount. At most kMaxFilesystemSeries series: one
+//     per filesystem first, then the others, each in label order; the rest in
+//     diskprobe_filesystem_mounts_omitted{reason="limit"}.
+//   - memory: only the lines of monitored disks' filesystems are kept, not the table.
+//   - mountinfo is read whole up to kMaxMountinfoBytes: fs.mount-max (default 100,000 mounts per
+//     namespace, Documentation/admin-guide/sysctl/fs.rst) at ~300 bytes a line is 30 MB. Beyond
+//     it the whole lines read are used, and the collector fails ("larger than 67108864 bytes; read the
+//     first N mounts, the rest not seen"): diskprobe_collector_success{collector="mounts"} 0.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -47,11 +60,15 @@ PartitionMap BuildPartitionMap(const std::string& sysfs, const DeviceList& devic
 
 class MountsCollector : public Collector {
  public:
-  MountsCollector() = default;
+  // `max_mountinfo_bytes`: kMaxMountinfoBytes; smaller in tests.
+  explicit MountsCollector(std::size_t max_mountinfo_bytes = kMaxMountinfoBytes)
+      : max_mountinfo_bytes_(max_mountinfo_bytes) {}
   ~MountsCollector() override;
   MountsCollector(const MountsCollector&) = delete;
   MountsCollector& operator=(const MountsCollector&) = delete;
   static constexpr std::chrono::seconds kPartitionMapMaxAge{60};
+  static constexpr std::size_t kMaxMountinfoBytes = std::size_t{64} << 20;
+  static constexpr std::size_t kMaxFilesystemSeries = 64;
 
   // The text is kept and written again for as long as the mount table, the partition map and
   // the ext4 attributes (read every scrape) stay the same.
@@ -77,6 +94,7 @@ class MountsCollector : public Collector {
   // Returns false with *error when neither mountinfo can be read.
   bool RefreshMounts(const ScrapeContext& ctx, std::string* error);
 
+  const std::size_t max_mountinfo_bytes_;
   int fd_ = -1;            // open mountinfo (kept for poll), -1 before the first scrape
   std::string fd_procfs_;  // the procfs root fd_ was opened under
   bool fd_on_procfs_ = false;
@@ -85,9 +103,13 @@ class MountsCollector : public Collector {
   // read-only container mount make mounts "ro" that are writable on the host. Then only the
   // superblock options tell whether the filesystem is read-only.
   bool fd_is_self_ = false;
-  std::vector<parsers::MountInfo> mounts_;
-  std::string mounts_text_;  // the mountinfo text mounts_ was parsed from
-  DeviceList map_devices_;   // the device list map_ was built for
+  std::vector<parsers::MountInfo> mounts_;  // the mounts on map_'s devices only
+  std::string mounts_text_;                 // the mountinfo text mounts_ was parsed from (not kept on procfs)
+  bool force_read_ = false;                 // map_ changed: mounts_ must be filtered anew from the table
+  std::size_t mounts_seen_ = 0;             // lines of the table as read
+  std::string truncation_error_;            // "" unless the table was larger than kMaxMountinfoBytes
+  std::size_t omitted_bind_ = 0, omitted_limit_ = 0;
+  DeviceList map_devices_;  // the device list map_ was built for
   PartitionMap map_;
   std::chrono::steady_clock::time_point map_built_{};
   util::SysfsAttributes ext4_files_;  // the ext4 error attributes, kept open

@@ -82,6 +82,7 @@ class Evaluator {
 
   void Run(std::string_view text, const std::string& file, unsigned depth) {
     out_.files.push_back(file);
+    total_bytes_ += text.size();
     stack_.push_back(file);
     unsigned lineno = 0;
     while (!text.empty()) {
@@ -201,11 +202,27 @@ class Evaluator {
       Diag("include_depth", "include " + path + ": nested deeper than " + std::to_string(in_.max_include_depth), where);
       return;
     }
-    auto content = in_.load_file(path);
+    if (out_.includes_followed >= in_.max_includes) {
+      Diag("include_limit",
+           "include " + path + ": more than " + std::to_string(in_.max_includes) + " includes in total", where);
+      return;
+    }
+    auto cached = loaded_.find(path);
+    if (cached == loaded_.end()) {
+      ++out_.loads;
+      cached = loaded_.emplace(path, in_.load_file(path)).first;
+    }
+    const std::optional<std::string>& content = cached->second;
     if (!content) {
       Diag("include_missing", "include " + path + ": cannot read", where);
       return;
     }
+    if (total_bytes_ + content->size() > in_.max_total_bytes) {
+      Diag("include_limit",
+           "include " + path + ": more than " + std::to_string(in_.max_total_bytes) + " bytes of text in total", where);
+      return;
+    }
+    ++out_.includes_followed;
     Run(*content, path, depth + 1);
   }
 
@@ -273,6 +290,9 @@ class Evaluator {
   BootConfig& out_;
   FilterState filters_;
   std::vector<std::string> stack_;
+  // Loader results by path as written: one read per file per evaluation.
+  std::map<std::string, std::optional<std::string>, std::less<>> loaded_;
+  std::size_t total_bytes_ = 0;
   std::optional<std::size_t> current_overlay_;
   std::optional<BootConfigLocation> sd_overclock_where_;
 };

@@ -16,9 +16,28 @@
 //     [gpio4=1], [0x12345678] serial, [tryboot], [board-type=..], unknown
 //     names, or any model filter when the board is unknown) are NOT applied;
 //     the section and the lines it skipped are listed in `unevaluated`.
-//   * `include` is textual: the included file starts with the includer's
-//     filter state and its final state carries back. An `include` line under a
-//     filter that does not apply is not followed.
+//   * `include` is textual ("causes the content of the specified file to be
+//     inserted into the current file", config_txt/what_is_config_txt.adoc):
+//     the included file starts with the includer's filter state and its final
+//     state carries back. An `include` line under a filter that does not apply
+//     is not followed. The firmware (start*.elf; bootcode.bin and the EEPROM
+//     bootloader do not support include) reads every file from the boot
+//     partition, so a path is relative to the directory of config.txt, never
+//     to the including file; the loader resolves it.
+//   * Bounds, because a text include is a macro expansion: 9 files of 6
+//     includes each expand to millions of files. The firmware documents no
+//     limit; these are far above any real boot partition (Raspberry Pi OS
+//     uses none, OpenWrt one):
+//       - nesting deeper than max_include_depth (8)  -> "include_depth";
+//       - a file that includes itself, directly or through others
+//                                                    -> "include_loop";
+//       - more than max_includes (64) includes followed in total, or more
+//         than max_total_bytes (1 MiB) of text evaluated in total, repeats
+//         included                                   -> "include_limit";
+//     the include line is then not followed and the rest is evaluated.
+//   * Each path is loaded at most once per ParseBootConfig call (the result,
+//     missing or not, is cached by the path as written), so a file included
+//     twice costs one read.
 //   * `[none]` is a model-type filter that matches nothing (a later model
 //     filter replaces it, `[all]` resets it).
 //   * Values are kept verbatim (the format has no quoting and no trailing
@@ -50,6 +69,8 @@ struct BootConfigInput {
   BootFileLoader load_file;              // empty: includes are reported, not followed
   std::string file_name = "config.txt";  // name used in diagnostics and loop detection
   unsigned max_include_depth = 8;
+  unsigned max_includes = 64;              // includes followed in total (repeats count)
+  std::size_t max_total_bytes = 1u << 20;  // text evaluated in total, config.txt included
 };
 
 struct BootConfigLocation {
@@ -80,7 +101,8 @@ struct BootUnevaluated {
 
 struct BootDiagnostic {
   // "unparsed_line" (no '=' and not a known space-separated command),
-  // "include_missing", "include_loop", "include_depth", "include_not_followed"
+  // "include_missing", "include_loop", "include_depth", "include_limit"
+  // (max_includes or max_total_bytes reached), "include_not_followed"
   // (no loader), "bad_value" (e.g. a non-integer sd_overclock).
   std::string kind;
   std::string message;
@@ -110,13 +132,16 @@ struct BootConfig {
   std::optional<std::uint64_t> sd_overclock_hz;
   std::optional<BootConfigLocation> sd_overclock_where;
 
-  std::vector<std::string> files;     // files read, in order (config.txt first)
+  std::vector<std::string> files;     // files evaluated, in order (config.txt first; a repeat again)
+  unsigned includes_followed = 0;     // include lines whose file was evaluated
+  std::size_t loads = 0;              // calls of load_file (distinct paths)
   std::vector<BootSection> sections;  // every header seen, in order
   std::vector<BootUnevaluated> unevaluated;
   std::vector<BootDiagnostic> diagnostics;
 };
 
-// Parse and evaluate. Never fails as a whole: problems are diagnostics.
+// Parse and evaluate. Never fails as a whole: problems are diagnostics. Work is
+// bounded by max_includes * the loader's file size and max_total_bytes.
 BootConfig ParseBootConfig(std::string_view text, const BootConfigInput& input);
 
 }  // namespace diskprobe::parsers

@@ -443,6 +443,44 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
   return std::nullopt;
 }
 
+std::optional<std::string> ParseKmsgDiskAppeared(std::string_view message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.remove_suffix(1);
+  // "[name] <blocks> <size>-byte logical blocks"
+  constexpr std::string_view kBlocks = "-byte logical blocks";
+  if (std::size_t at = message.find(kBlocks); at != std::string_view::npos) {
+    std::string_view head = message.substr(0, at);
+    auto strip_digits = [&head]() {
+      std::size_t n = head.size();
+      while (n > 0 && IsDigit(head[n - 1])) --n;
+      bool any = n != head.size();
+      head = head.substr(0, n);
+      return any;
+    };
+    if (!strip_digits() || !head.ends_with(' ')) return std::nullopt;
+    head.remove_suffix(1);
+    if (!strip_digits() || !head.ends_with("] ")) return std::nullopt;
+    head.remove_suffix(2);
+    std::size_t open = head.rfind('[');
+    if (open == std::string_view::npos) return std::nullopt;
+    std::string_view name = head.substr(open + 1);
+    if (!IsDeviceName(name)) return std::nullopt;
+    return std::string(name);
+  }
+  auto split = SplitPrefix(message);
+  if (!split) return std::nullopt;
+  auto [name, rest] = *split;
+  if (!IsDeviceName(name)) return std::nullopt;
+  if (rest.starts_with("detected capacity change from ")) return std::string(name);
+  // "mmcblkN: mmcH:RCA ...": the card's id after the host name.
+  if (name.starts_with("mmcblk")) {
+    auto host = SplitPrefix(rest);
+    if (host && IsMmcHost(host->first) && rest.size() > host->first.size() + 1 &&
+        util::HexDigitValue(rest[host->first.size() + 1]) >= 0)
+      return std::string(name);
+  }
+  return std::nullopt;
+}
+
 std::string DiskOfPartition(std::string_view name) {
   // <disk ending in a digit>p<N>: mmcblk0p2, nvme0n1p3, loop0p1, md127p1, nbd0p1.
   std::size_t end = name.size();

@@ -94,6 +94,26 @@ struct KmsgEvent {
 // Hand-written scanning, no std::regex: the ring buffer at start-up can be ~1 MB.
 std::optional<KmsgEvent> ClassifyKmsg(std::string_view message);
 
+// The largest record one read() of /dev/kmsg returns: CONSOLE_EXT_LOG_MAX (include/linux/printk.h,
+// 8192), the size of struct devkmsg_user's buffer. printk itself keeps a message's text shorter
+// (LOG_LINE_MAX / PRINTKRB_RECORD_MAX, 1024 - 32 bytes in 5.x/6.x), but the \xNN escapes and the
+// dictionary lines make the record longer; a longer read buffer is never filled. Lines and
+// records of file and pipe inputs are held to the same size.
+inline constexpr std::size_t kKmsgRecordMax = 8192;
+
+// The kernel's own record that a (new) disk or medium appeared under `name`, the whole-disk name:
+//   "mmcblk0: mmc0:aaaa SD32G 29.7 GiB"        drivers/mmc/core/block.c mmc_blk_alloc_req
+//                                                (also "mmcblk0boot0: mmc0:0001 ... partition 1")
+//   "sd 0:0:0:0: [sda] 62333952 512-byte logical blocks: (31.9 GB/29.7 GiB)"
+//                                                drivers/scsi/sd.c sd_print_capacity: first scan
+//                                                or a capacity change (a new medium in a reader)
+//   "virtio_blk virtio1: [vda] 2097152 512-byte logical blocks (1.07 GB/1.00 GiB)"
+//   "loop0: detected capacity change from 0 to 8192"   block/genhd.c set_capacity_and_notify
+//                                                (loop attach, and any medium change that resizes)
+// Each is printed before the disk's partitions are scanned, so the new device's first I/O errors
+// come after it. nullopt for anything else (NVMe namespaces print no such line).
+std::optional<std::string> ParseKmsgDiskAppeared(std::string_view message);
+
 // Whole-disk name of a partition by name alone: mmcblk0p2 -> mmcblk0, sda1 -> sda,
 // nvme0n1p3 -> nvme0n1, loop0p1 -> loop0, md127p1 -> md127. Names that are not partitions by these
 // rules come back unchanged (mmcblk0, sda, dm-0, zram0, mmcblk0boot0). The sysfs "partition"

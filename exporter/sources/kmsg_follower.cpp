@@ -112,6 +112,23 @@ std::string KmsgDeviceResolver::DiskOfHost(const std::string& host) {
   return found;
 }
 
+bool KmsgDeviceResolver::IsDisk(const std::string& disk) const {
+  return SafeName(disk) && Exists(util::JoinPath(sysfs_, "block/" + disk));
+}
+
+bool KmsgDeviceResolver::IsHost(const std::string& host) const {
+  return SafeName(host) && Exists(util::JoinPath(sysfs_, "class/mmc_host/" + host));
+}
+
+std::string_view ToString(KmsgUnattributedReason reason) {
+  switch (reason) {
+    case KmsgUnattributedReason::kUnmonitored: return "unmonitored";
+    case KmsgUnattributedReason::kPreviousDevice: return "previous_device";
+    case KmsgUnattributedReason::kLimit: return "limit";
+  }
+  return "unknown";
+}
+
 // --- KmsgCounter -----------------------------------------------------------------------------
 
 void KmsgCounter::AddRecord(std::string_view record) {
@@ -134,7 +151,8 @@ void KmsgCounter::AddRecord(std::string_view record) {
   }
   if (r->facility != 0) return;  // written by userspace, not the kernel
   if (r->continuation && pending_) {
-    *pending_ += r->message;
+    // A line is never longer than one record could be: the rest is dropped.
+    if (pending_->size() + r->message.size() <= parsers::kKmsgRecordMax) *pending_ += r->message;
     return;
   }
   if (pending_) {
@@ -158,6 +176,10 @@ void KmsgCounter::Idle() {
 }
 
 void KmsgCounter::Classify(const std::string& message) {
+  if (std::optional<std::string> disk = parsers::ParseKmsgDiskAppeared(message)) {
+    Appeared(*disk);
+    return;
+  }
   std::optional<parsers::KmsgEvent> e = parsers::ClassifyKmsg(message);
   if (!e) return;
   if (e->suppressed) {
@@ -181,13 +203,53 @@ void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
     host = e.host;
     disk = resolver_->DiskOfHost(host);
   }
+  using Reason = KmsgUnattributedReason;
+  if (disk.empty() && host.empty()) {
+    counts_[{disk, host, e.kind}] += n;  // names no device: under-voltage, unclaimed suppressed counts
+    return;
+  }
+  std::pair<std::string, std::string> key{disk, host};
+  if (devices_.count(key) == 0) {
+    const bool monitored =
+        disk.empty() ? resolver_->IsHost(host) : (monitored_ ? monitored_(disk) : resolver_->IsDisk(disk));
+    if (!monitored) {
+      unattributed_[{Reason::kUnmonitored, e.kind}] += n;
+      return;
+    }
+    if (devices_.size() >= kMaxDevices) {
+      unattributed_[{Reason::kLimit, e.kind}] += n;
+      return;
+    }
+    devices_.insert(std::move(key));
+  }
   counts_[{disk, host, e.kind}] += n;
+}
+
+void KmsgCounter::Appeared(const std::string& name) {
+  const std::string disk = resolver_->DiskOf(name);
+  for (auto it = counts_.begin(); it != counts_.end();) {
+    if (std::get<0>(it->first) == disk) {
+      unattributed_[{KmsgUnattributedReason::kPreviousDevice, std::get<2>(it->first)}] += it->second;
+      it = counts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // The name stays in devices_: its series start again from the new device's messages.
 }
 
 // --- KmsgFollower ----------------------------------------------------------------------------
 
 KmsgFollower::KmsgFollower(std::string path, std::string sysfs)
-    : path_(std::move(path)), resolver_(std::move(sysfs)), counter_(&resolver_) {}
+    : path_(std::move(path)), resolver_(std::move(sysfs)),
+      // Called by the counter with mu_ held (Feed, OnIdle).
+      counter_(&resolver_,
+               [this](const std::string& disk) { return filter_.Selects(disk) && resolver_.IsDisk(disk); }) {}
+
+void KmsgFollower::SetDeviceFilter(config::DevicesConfig filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  filter_ = std::move(filter);
+}
 
 KmsgFollower::~KmsgFollower() { Stop(); }
 
@@ -235,9 +297,11 @@ KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const
     s.error = error_;
     if (!s.error.empty()) return s;
     s.messages = counter_.counts();
+    s.unattributed = counter_.unattributed();
     s.records = counter_.records();
     s.lost = counter_.lost();
     s.malformed = counter_.malformed();
+    s.oversized = counter_.oversized();
     s.drained = drained_;
   }
   for (const std::string& disk : disks) {
@@ -253,22 +317,48 @@ void KmsgFollower::Feed(std::string_view data, bool whole_records) {
   std::lock_guard<std::mutex> lock(mu_);
   drained_ = false;
   if (whole_records) {
-    counter_.AddRecord(data);
+    counter_.AddRecord(data);  // one read() of /dev/kmsg: at most kKmsgRecordMax bytes
     return;
   }
-  partial_.append(data);
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(partial_.data() + start, nl + 1 - start);
-    if (line[0] == ' ' && !record_.empty()) {
-      record_.append(line);  // a dictionary line of the record being assembled
+  // Lines are cut out of `data` as they come, so each byte is looked at once, and an unfinished
+  // line is never longer than a record: a writer that never sends '\n' costs no memory.
+  while (!data.empty()) {
+    const std::size_t nl = data.find('\n');
+    const std::string_view piece = data.substr(0, nl == std::string_view::npos ? data.size() : nl + 1);
+    data.remove_prefix(piece.size());
+    if (skipping_) {
+      skipping_ = nl == std::string_view::npos;
       continue;
     }
-    if (!record_.empty()) counter_.AddRecord(record_);
-    record_.assign(line);
-    if (line == "\n") record_.clear();
+    if (partial_.size() + piece.size() > parsers::kKmsgRecordMax) {
+      counter_.Oversized();
+      partial_.clear();
+      skipping_ = nl == std::string_view::npos;
+      continue;
+    }
+    if (nl == std::string_view::npos) {
+      partial_.append(piece);
+      break;
+    }
+    if (partial_.empty()) {
+      Line(piece);
+    } else {
+      partial_.append(piece);
+      Line(partial_);
+      partial_.clear();
+    }
   }
-  partial_.erase(0, start);
+}
+
+void KmsgFollower::Line(std::string_view line) {
+  if (line[0] == ' ' && !record_.empty()) {
+    // A dictionary line of the record being assembled; the record stays within one read's size.
+    if (record_.size() + line.size() <= parsers::kKmsgRecordMax) record_.append(line);
+    return;
+  }
+  if (!record_.empty()) counter_.AddRecord(record_);
+  record_.assign(line);
+  if (line == "\n") record_.clear();
 }
 
 void KmsgFollower::OnIdle() {
@@ -286,7 +376,7 @@ void KmsgFollower::Loop(int fd) {
   const bool is_char = ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode);
   const bool is_file = S_ISREG(st.st_mode);
   // CONSOLE_EXT_LOG_MAX: the largest record /dev/kmsg returns; a smaller buffer gets EINVAL.
-  std::vector<char> buf(8192);
+  std::vector<char> buf(parsers::kKmsgRecordMax);
   bool at_end = false;  // a pipe whose writer closed: only the stop pipe is left to wait for
   for (;;) {
     if (!at_end) {

@@ -13,16 +13,28 @@
 // Other sources, for tests and replays (--path.kmsg pointing at a file or a pipe): the stream is
 // split into records by lines (a record line, then its " KEY=value" dictionary lines); a regular
 // file is followed like `tail -f`, a pipe until its writer closes it.
+//
+// Bounds (the state must not grow with what the log says):
+//  - a record is at most parsers::kKmsgRecordMax (8192) bytes, what one read() of /dev/kmsg can
+//    return. In a file or pipe a longer line is skipped up to its newline and counted as
+//    oversized (KmsgSnapshot::oversized); dictionary lines beyond the size are dropped, as are
+//    '+' continuations that would make a line longer;
+//  - series per device exist only for disks that are monitored (see KmsgCounter); a message
+//    naming any other name is counted in one counter per kind and reason, without the name;
+//  - the resolver's caches are capped (kMaxCache names each).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "config/config.h"
 #include "parsers/kmsg.h"
 
 namespace diskprobe {
@@ -41,6 +53,10 @@ class KmsgDeviceResolver {
   // "mmc0" -> "mmcblk0" from <sysfs>/class/mmc_host/<host>/<host>:*/block/; when the card is gone
   // (card removed) the last disk seen on that host; "" when none was ever seen (SDIO, empty slot).
   std::string DiskOfHost(const std::string& host);
+  // Whether <sysfs>/block/<disk> exists now (a whole disk). Not cached: disks come and go.
+  bool IsDisk(const std::string& disk) const;
+  // Whether <sysfs>/class/mmc_host/<host> exists now.
+  bool IsHost(const std::string& host) const;
 
  private:
   const std::string sysfs_;
@@ -52,12 +68,24 @@ class KmsgDeviceResolver {
 // names are longer than std::string's inline buffer.
 using KmsgCounts = std::map<std::tuple<std::string, std::string, parsers::KmsgKind>, std::uint64_t>;
 
+// Why a message that names a device is not in KmsgCounts under that device.
+enum class KmsgUnattributedReason {
+  kUnmonitored,     // the disk is not monitored: not present in sysfs when logged, or not selected
+                    // by the device filters (or an mmc host sysfs does not know)
+  kPreviousDevice,  // logged before the disk of that name appeared again (a new card or medium)
+  kLimit,           // more than KmsgCounter::kMaxDevices names were already counted
+};
+std::string_view ToString(KmsgUnattributedReason reason);
+using KmsgUnattributed = std::map<std::pair<KmsgUnattributedReason, parsers::KmsgKind>, std::uint64_t>;
+
 struct KmsgSnapshot {
   std::string error;  // why the log cannot be read ("" while it can)
   KmsgCounts messages;
+  KmsgUnattributed unattributed;
   std::uint64_t records = 0;    // records read
   std::uint64_t lost = 0;       // records overwritten before they were read (sequence gaps)
   std::uint64_t malformed = 0;  // records that did not parse
+  std::uint64_t oversized = 0;  // lines longer than parsers::kKmsgRecordMax, skipped (file/pipe)
   bool drained = false;         // everything available so far has been counted (tests)
 };
 
@@ -72,30 +100,58 @@ struct KmsgSnapshot {
 //    kSuppressedHorizon records or before the log goes idle, to device="" host="";
 //  - a partition is counted under its disk; an mmc host's message under the card's disk with the
 //    host label; a disk's message on an mmc card also gets its host label, so that both land in
-//    one series.
+//    one series;
+//  - a disk gets series only when it is monitored at the time of the message: `monitored(disk)`
+//    (the follower: selected by the device filters and present in <sysfs>/block), or it had
+//    series before (a disk that disappears keeps them: the errors logged as a card dies are the
+//    ones to keep). A host-only message (no card on it) needs the host in sysfs. Anything else
+//    is counted in unattributed() as kUnmonitored, without its name, as node_exporter drops the
+//    devices its filters exclude. At most kMaxDevices (disk, host) names get series; later names
+//    are kLimit;
+//  - a disk's appearance record (parsers::ParseKmsgDiskAppeared: a new card, a new medium, a
+//    loop attach) starts its series again: what was counted for that name before belongs to
+//    the previous device and moves to unattributed() as kPreviousDevice. This is exact in the
+//    order the ring holds records (the order of their timestamps): replayed at start-up, old
+//    errors of a card that was replaced are not the new card's; while running, a card swap is a
+//    counter reset of that disk's series. If the appearance record was overwritten in the ring,
+//    so was everything older: every record left is the current device's. (The disk's sysfs
+//    node has no creation time to compare the records' timestamps with.)
 class KmsgCounter {
  public:
   static constexpr int kSuppressedHorizon = 64;
+  static constexpr std::size_t kMaxDevices = 64;
+  using Monitored = std::function<bool(const std::string& disk)>;
 
-  explicit KmsgCounter(KmsgDeviceResolver* resolver) : resolver_(resolver) {}
+  // `monitored` empty: a disk is monitored when resolver->IsDisk(disk).
+  explicit KmsgCounter(KmsgDeviceResolver* resolver, Monitored monitored = {})
+      : resolver_(resolver), monitored_(std::move(monitored)) {}
   // One record as one read() of /dev/kmsg returns it (dictionary lines included).
   void AddRecord(std::string_view record);
   // Nothing more to read for now: completes a pending fragment and gives unclaimed suppressed
   // counts to device="".
   void Idle();
 
+  // A line of a file or pipe input longer than parsers::kKmsgRecordMax was skipped.
+  void Oversized() { ++oversized_; }
+
   const KmsgCounts& counts() const { return counts_; }
+  const KmsgUnattributed& unattributed() const { return unattributed_; }
   std::uint64_t records() const { return records_; }
   std::uint64_t lost() const { return lost_; }
   std::uint64_t malformed() const { return malformed_; }
+  std::uint64_t oversized() const { return oversized_; }
 
  private:
   void Classify(const std::string& message);
   void Count(const parsers::KmsgEvent& e, std::uint64_t n);
+  void Appeared(const std::string& disk);
 
   KmsgDeviceResolver* resolver_;
+  Monitored monitored_;
   KmsgCounts counts_;
-  std::uint64_t records_ = 0, lost_ = 0, malformed_ = 0;
+  KmsgUnattributed unattributed_;
+  std::set<std::pair<std::string, std::string>> devices_;  // (disk, host) with series, <= kMaxDevices
+  std::uint64_t records_ = 0, lost_ = 0, malformed_ = 0, oversized_ = 0;
   std::optional<std::uint64_t> last_seq_;
   std::optional<std::string> pending_;  // a fragment that '+' records may still continue
   struct Suppressed {
@@ -112,6 +168,10 @@ class KmsgFollower {
   KmsgFollower(const KmsgFollower&) = delete;
   KmsgFollower& operator=(const KmsgFollower&) = delete;
 
+  // Which disks are monitored (the configuration's device filters); before the first call,
+  // every disk. A disk must also be present in <sysfs>/block to get series (KmsgCounter).
+  void SetDeviceFilter(config::DevicesConfig filter);
+
   // Opens the path and starts the thread. false when it cannot be opened: Snapshot().error says
   // why (EPERM without CAP_SYSLOG when kernel.dmesg_restrict=1); nothing is retried.
   bool Start();
@@ -127,16 +187,19 @@ class KmsgFollower {
  private:
   void Loop(int fd);
   void Feed(std::string_view data, bool whole_records);
+  void Line(std::string_view line);  // stream mode: one whole line, '\n' included
   void OnIdle();
 
   const std::string path_;
   mutable KmsgDeviceResolver resolver_;
   mutable std::mutex mu_;
+  config::DevicesConfig filter_;  // under mu_
   KmsgCounter counter_;
   std::string error_;
   bool drained_ = false;
-  std::string partial_;  // stream mode: bytes of an unfinished line
-  std::string record_;   // stream mode: the record being assembled
+  std::string partial_;    // stream mode: bytes of an unfinished line, < kKmsgRecordMax
+  bool skipping_ = false;  // stream mode: inside an oversized line, until its newline
+  std::string record_;     // stream mode: the record being assembled, <= kKmsgRecordMax
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
 };

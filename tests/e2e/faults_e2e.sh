@@ -110,7 +110,10 @@ wait_for 15 a1.txt '[ "$v" -ge 2 ]' "diskprobe_probe_errors_total\\{device=\"$R\
 eio=$v
 sleep 1  # let the kernel's lines reach the follower
 scrape >a1.txt
-dmesg_lines=$(dmesg | grep -c "I/O error, dev $R, " || true)
+# Only the lines since $R was attached ("loopN: detected capacity change from 0 to N"): errors of
+# an earlier loop device of the same name are not this one's (kmsg counts them as previous_device).
+dmesg_lines=$(dmesg | awk -v d="$R" 'index($0, d ": detected capacity change from ") { n = 0 }
+  index($0, "I/O error, dev " d ", ") { n++ } END { print n + 0 }')
 scrape >a1.txt
 runs_err=$(metric "diskprobe_probe_runs_total\\{device=\"$R\",probe=\"randread\",result=\"error\"\\}" <a1.txt)
 last=$(metric "diskprobe_probe_last_success\\{device=\"$R\",probe=\"randread\"\\}" <a1.txt)

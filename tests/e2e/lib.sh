@@ -213,5 +213,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { exit !(b > 0 && a / b >= 1 - p / 100 && a / b <= 1 + p / 100) }'; }  # A B PCT: |A/B - 1| <= PCT %
 ms() { awk -v s="$1" -v d="${2:-3}" 'BEGIN { printf "%." d "f", s * 1000 }'; }  # SECONDS [DECIMALS]: milliseconds
 
+# sanitized_build BIN: true when BIN is an AddressSanitizer build (make test-asan). Such a binary
+# reserves terabytes of shadow address space, so an address-space limit (prlimit --as) kills it at
+# start, and its per-operation CPU cost is not the release build's.
+sanitized_build() { ldd "$1" 2>/dev/null | grep -q 'libasan'; }
+
 # The value of the first sample matching an anchored extended regex on stdin.
 metric() { awk -v re="^$1 " '!found && $0 ~ re { print $NF; found = 1 } END { if (!found) print "" }'; }

@@ -153,6 +153,42 @@ TEST(BootConfig, IncludeWithoutLoaderMissingLoopAndDepth) {
   EXPECT_EQ(c.diagnostics[0].kind, "include_depth");
 }
 
+// The fan-out that took 14.8 s and 274 MB before these bounds: every file includes six others,
+// none of them on the current include stack, so no loop is seen and the expansion is 6^depth.
+TEST(BootConfig, IncludeFanOutIsBoundedAndEachFileLoadedOnce) {
+  std::map<std::string, int> loads;
+  BootConfigInput in;
+  in.board = board(kPi4B);
+  in.load_file = [&loads](std::string_view p) -> std::optional<std::string> {
+    ++loads[std::string(p)];
+    const int n = p[1] - '0';  // "f<n>.txt" includes the six files after it, modulo 9
+    std::string text = "enable_uart=1\n";
+    for (int k = 1; k <= 6; ++k) text += "include f" + std::to_string((n + k) % 9) + ".txt\n";
+    return text;
+  };
+  const auto c = ParseBootConfig("include f0.txt\ninclude f1.txt\n", in);
+  EXPECT_LE(c.includes_followed, in.max_includes);
+  EXPECT_EQ(c.includes_followed, in.max_includes);  // the limit was reached, not something smaller
+  EXPECT_EQ(c.files.size(), in.max_includes + 1u);
+  EXPECT_EQ(c.loads, 9u);
+  for (const auto& [path, n] : loads) EXPECT_EQ(n, 1) << path;
+  std::size_t limit = 0;
+  for (const auto& d : c.diagnostics) limit += d.kind == "include_limit";
+  EXPECT_GT(limit, 0u);
+  EXPECT_EQ(c.settings.at("enable_uart"), "1");
+
+  // The byte bound stops one big file included over and over.
+  BootConfigInput big = in;
+  big.load_file = [](std::string_view) -> std::optional<std::string> {
+    return std::string(300000, '#') + "\ninclude same.txt\n";
+  };
+  big.max_include_depth = 100;
+  const auto b = ParseBootConfig("include a.txt\ninclude a.txt\ninclude a.txt\ninclude a.txt\n", big);
+  EXPECT_EQ(b.includes_followed, 3u);  // 3 x 300 kB fit in 1 MiB, a fourth does not
+  ASSERT_FALSE(b.diagnostics.empty());
+  EXPECT_EQ(b.diagnostics.back().kind, "include_limit");
+}
+
 TEST(BootConfig, Sample05CommentedSdPollOnce) {
   const auto pi4 = parse_sample("05-haos-commented-sd-poll-once.txt", kPi4B);
   EXPECT_TRUE(pi4.sd_settings.empty());

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 using testing::Collect;
 using testing::Fixture;
 using testing::ReadText;
+using testing::SampleValue;
 
 Paths FaultsPaths() {
   Paths p;
@@ -108,8 +109,11 @@ TEST(Mounts, ReadOnlyCasesOnFixture) {
   EXPECT_NE(text.find("mountpoint=\"/media/pi/USB STICK\",partition=\"sda1\"} 1\n"), std::string::npos);
   // errors=remount-ro is a policy, not a state.
   EXPECT_NE(text.find("fstype=\"vfat\",mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos);
-  // Mounted over: one series, the visible (later) mount.
-  EXPECT_EQ(text.find("mountpoint=\"/var/log\",partition=\"mmcblk0p2\"} 0"), std::string::npos);
+  // Bind mounts of a subdirectory (/var/log twice, /srv/backup): counted, no series; the root
+  // mounts of the same filesystems show their superblock's state.
+  EXPECT_EQ(text.find("mountpoint=\"/var/log\""), std::string::npos);
+  EXPECT_EQ(text.find("mountpoint=\"/srv/backup\""), std::string::npos);
+  EXPECT_EQ(SampleValue(text, "diskprobe_filesystem_mounts_omitted{reason=\"bind\"}"), 3.0);
   // Not on a monitored disk.
   EXPECT_EQ(text.find("/snap/core22"), std::string::npos);
   EXPECT_EQ(text.find("/data\""), std::string::npos);
@@ -190,6 +194,76 @@ TEST(Mounts, SelfWhenPid1IsHidden) {
   EXPECT_NE(text.find("mountpoint=\"/boot/firmware\",partition=\"mmcblk0p1\"} 1\n"), std::string::npos) << text;
 }
 
+// 10,000 bind mounts of one directory of the root filesystem (kubelet volumes) gave 10,001
+// series; now the root mount's series and a count. Mounts of the filesystem's root beyond the
+// series limit are counted too.
+TEST(Mounts, BindMountsAndSeriesAreBounded) {
+  TempDir t;
+  fs::create_directories(t.path() + "/self");
+  {
+    std::ofstream m(t.path() + "/self/mountinfo");
+    m << "27 1 179:2 / / rw,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+    for (int i = 0; i < 10000; ++i)
+      m << 100 + i << " 27 179:2 /var/lib/kubelet/pods/" << i << " /var/lib/kubelet/pods/" << i
+        << "/volumes/v rw,relatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+    for (int i = 0; i < 100; ++i)
+      m << 20000 + i << " 27 179:2 / /srv/root" << i << " rw,relatime - ext4 /dev/mmcblk0p2 rw\n";
+    // Mounted over: one series, the visible (later) mount.
+    m << "29000 27 179:2 / /srv/root0 rw,relatime - ext4 /dev/mmcblk0p2 ro\n";
+    // A filesystem seen only through a bind mount keeps one series.
+    m << "30000 27 179:1 /overlays /mnt/overlays rw - vfat /dev/mmcblk0p1 rw\n";
+    m << "30001 27 179:1 /overlays /mnt/overlays2 rw - vfat /dev/mmcblk0p1 rw\n";
+  }
+  Paths p = FaultsPaths();
+  p.procfs = t.path();
+  p.sysfs = FaultsPaths().sysfs;
+  DeviceList d = Devices(p);
+  MountsCollector c;
+  auto out = Collect(c, ScrapeContext{p, d});
+  ASSERT_TRUE(out.ok()) << out.result.error;
+  std::size_t series = 0;
+  for (std::size_t pos = 0; (pos = out.text.find("\ndiskprobe_filesystem_read_only{", pos)) != std::string::npos; ++pos)
+    ++series;
+  EXPECT_EQ(series, MountsCollector::kMaxFilesystemSeries);
+  EXPECT_EQ(out.text.find("/var/lib/kubelet"), std::string::npos);
+  EXPECT_NE(out.text.find("mountpoint=\"/mnt/overlays\",partition=\"mmcblk0p1\"} 0\n"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("mountpoint=\"/srv/root0\",partition=\"mmcblk0p2\"} 1\n"), std::string::npos);
+  EXPECT_EQ(SampleValue(out.text, "diskprobe_filesystem_mounts_omitted{reason=\"bind\"}"), 10001.0);
+  // 101 root mounts of mmcblk0p2 + 1 of mmcblk0p1 = 102 candidates, 64 exported.
+  EXPECT_EQ(SampleValue(out.text, "diskprobe_filesystem_mounts_omitted{reason=\"limit\"}"),
+            102.0 - MountsCollector::kMaxFilesystemSeries);
+}
+
+// A table larger than the read limit was cut silently (18,451 of 50,001 mounts seen); now what
+// was read is exported and the collector fails with the reason.
+TEST(Mounts, TableBeyondTheReadLimitFailsTheCollector) {
+  TempDir t;
+  fs::create_directories(t.path() + "/self");
+  std::string table = "27 1 179:2 / / rw,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+  for (int i = 0; i < 500; ++i)
+    table += std::to_string(100 + i) + " 27 0:" + std::to_string(50 + i) + " / /run/x" + std::to_string(i) +
+             " rw - tmpfs tmpfs rw\n";
+  table += "900 27 179:1 / /boot/firmware rw - vfat /dev/mmcblk0p1 rw\n";  // past the limit
+  std::ofstream(t.path() + "/self/mountinfo") << table;
+  Paths p = FaultsPaths();
+  p.procfs = t.path();
+  DeviceList d = Devices(p);
+
+  MountsCollector whole;  // the default limit reads it all
+  auto all = Collect(whole, ScrapeContext{p, d});
+  ASSERT_TRUE(all.ok()) << all.result.error;
+  EXPECT_NE(all.text.find("mountpoint=\"/boot/firmware\""), std::string::npos);
+
+  MountsCollector small(4096);
+  auto cut = Collect(small, ScrapeContext{p, d});
+  EXPECT_FALSE(cut.ok());
+  EXPECT_NE(cut.result.error.find("mountinfo: larger than 4096 bytes; read the first "), std::string::npos)
+      << cut.result.error;
+  EXPECT_NE(cut.result.error.find(" mounts, the rest not seen"), std::string::npos);
+  EXPECT_NE(cut.text.find("mountpoint=\"/\",partition=\"mmcblk0p2\"} 0\n"), std::string::npos) << cut.text;
+  EXPECT_EQ(cut.text.find("/boot/firmware"), std::string::npos);
+}
+
 TEST(Mounts, UnreadableMountinfoFails) {
   Paths p = FaultsPaths();
   p.procfs = "/nonexistent-procfs";
@@ -262,6 +336,52 @@ TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
   EXPECT_EQ(h.counts().at({"sda", "", KmsgKind::kIoError}), 1u);
 }
 
+// A new device name in every record gave 1.45 M series: names that are not monitored disks are
+// counted without their name, and even monitored names are capped.
+TEST(KmsgCounter, DeviceNamesAreBounded) {
+  using Reason = KmsgUnattributedReason;
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    c.AddRecord("3," + std::to_string(i) + ",0,-;I/O error, dev fake" + std::to_string(i) + "q, sector 8\n");
+  c.AddRecord("3,20000,0,-;I/O error, dev sda, sector 8\n");                  // a disk of the fixture
+  c.AddRecord("3,20001,0,-;mmc7: error -110 whilst initialising SD card\n");  // a host sysfs does not know
+  c.Idle();
+  KmsgCounts want = {{{"sda", "", KmsgKind::kIoError}, 1}};
+  EXPECT_EQ(c.counts(), want);
+  EXPECT_EQ(c.unattributed().at({Reason::kUnmonitored, KmsgKind::kIoError}), static_cast<std::uint64_t>(n));
+  EXPECT_EQ(c.unattributed().at({Reason::kUnmonitored, KmsgKind::kTimeout}), 1u);
+
+  // Every name monitored (a fuzzed filter): no more than kMaxDevices names get series.
+  KmsgCounter all(&r, [](const std::string&) { return true; });
+  for (int i = 0; i < n; ++i)
+    all.AddRecord("3," + std::to_string(i) + ",0,-;I/O error, dev fake" + std::to_string(i) + "q, sector 8\n");
+  EXPECT_EQ(all.counts().size(), KmsgCounter::kMaxDevices);
+  EXPECT_EQ(all.unattributed().at({Reason::kLimit, KmsgKind::kIoError}), n - KmsgCounter::kMaxDevices);
+}
+
+// Ring-buffer errors of a previous card under the same name were the new card's after a restart.
+TEST(KmsgCounter, RecordsBeforeADevicesAppearanceAreNotItsOwn) {
+  using Reason = KmsgUnattributedReason;
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  c.AddRecord("3,1,1000,-;I/O error, dev sda, sector 8\n");
+  c.AddRecord("3,2,1001,-;I/O error, dev sda1, sector 8\n");
+  c.AddRecord("3,3,1002,-;mmcblk0: error -110 sending status command, retrying\n");
+  c.AddRecord("6,4,5000,-;mmc0: card aaaa removed\n");
+  // The new card and the new USB medium, as their drivers log them before any I/O.
+  c.AddRecord("6,5,9000,-;mmcblk0: mmc0:bbbb SD64G 59.5 GiB\n");
+  c.AddRecord("5,6,9001,-;sd 0:0:0:0: [sda] 62333952 512-byte logical blocks: (31.9 GB/29.7 GiB)\n");
+  c.AddRecord("3,7,9002,-;I/O error, dev sda, sector 16\n");
+  c.Idle();
+  KmsgCounts want = {{{"sda", "", KmsgKind::kIoError}, 1}};
+  EXPECT_EQ(c.counts(), want);
+  EXPECT_EQ(c.unattributed().at({Reason::kPreviousDevice, KmsgKind::kIoError}), 2u);
+  EXPECT_EQ(c.unattributed().at({Reason::kPreviousDevice, KmsgKind::kTimeout}), 1u);
+  EXPECT_EQ(c.unattributed().at({Reason::kPreviousDevice, KmsgKind::kCardRemoved}), 1u);
+}
+
 // --- kmsg: the follower ----------------------------------------------------------------------
 
 // The message of a dmesg line "[  303.215569] text".
@@ -311,6 +431,8 @@ TEST(KmsgFollower, AllSamplesThroughAPipe) {
   EXPECT_EQ(s.malformed, 0u);
   std::map<std::string, std::uint64_t> got;
   for (const auto& [k, v] : s.messages) got[std::string(parsers::ToString(std::get<2>(k)))] += v;
+  // Messages of disks the fixture does not have, or of a card replaced later, are counted too.
+  for (const auto& [k, v] : s.unattributed) got[std::string(parsers::ToString(k.second))] += v;
   got.erase("under_voltage");  // Snapshot's zero series
   for (auto it = got.begin(); it != got.end();) it = it->second == 0 ? got.erase(it) : std::next(it);
   want.erase("under_voltage");
@@ -389,6 +511,35 @@ TEST(KmsgCollector, TextFollowsTheCounts) {
   EXPECT_EQ(third, families_text());
   EXPECT_NE(third.find("diskprobe_kernel_log_records_total 3\n"), std::string::npos) << third;
   follower->Stop();
+}
+
+// One endless line without a newline kept 97 MB and a core busy: now it is skipped up to its
+// newline and counted; the records around it count as before.
+TEST(KmsgFollower, OversizedLinesAreSkippedAndCounted) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  KmsgFollower f("(pipe)", FaultsPaths().sysfs);
+  f.StartFd(p[0]);
+  auto put = [&](const std::string& text) {
+    for (std::size_t i = 0; i < text.size();) {
+      ssize_t n = ::write(p[1], text.data() + i, text.size() - i);
+      ASSERT_GT(n, 0);
+      i += static_cast<std::size_t>(n);
+    }
+  };
+  put("3,1,0,-;I/O error, dev sda, sector 8\n");
+  const std::string chunk(1 << 16, 'x');
+  put("3,2,0,-;");
+  for (int i = 0; i < 64; ++i) put(chunk);  // 4 MiB of one line
+  put("\n3,3,0,-;I/O error, dev sda, sector 16\n");
+  put("3,4,0,-;" + std::string(parsers::kKmsgRecordMax, 'y') + "\n");       // just over the size
+  put("3,5,0,-;" + std::string(parsers::kKmsgRecordMax - 16, 'z') + "\n");  // within it
+  ::close(p[1]);
+  KmsgSnapshot s = WaitDrained(f, 3);
+  EXPECT_EQ(s.oversized, 2u);
+  EXPECT_EQ(s.records, 3u);
+  EXPECT_EQ(Count(s, "sda", "", KmsgKind::kIoError), 2u);
+  f.Stop();
 }
 
 TEST(KmsgFollower, MissingPathIsAnError) {

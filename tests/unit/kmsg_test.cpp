@@ -575,6 +575,23 @@ TEST(KmsgClassify, UnrelatedBootLinesAreIgnored) {
 
 // --- helpers ---------------------------------------------------------------------------------
 
+TEST(KmsgDiskAppeared, TheKernelsOwnAttachRecords) {
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmcblk0: mmc0:aaaa SD32G 29.7 GiB\n"), "mmcblk0");
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmcblk0: mmc0:4567 QEMU! 256 MiB"), "mmcblk0");
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmcblk0boot0: mmc0:0001 BJTD4R partition 1 4.00 MiB"), "mmcblk0boot0");
+  EXPECT_EQ(ParseKmsgDiskAppeared("sd 0:0:0:0: [sda] 62333952 512-byte logical blocks: (31.9 GB/29.7 GiB)"), "sda");
+  EXPECT_EQ(ParseKmsgDiskAppeared("virtio_blk virtio1: [vda] 2097152 512-byte logical blocks (1.07 GB/1.00 GiB)"),
+            "vda");
+  EXPECT_EQ(ParseKmsgDiskAppeared("loop0: detected capacity change from 0 to 8192"), "loop0");
+  // Not an appearance: errors and other lines of the same devices.
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmcblk0: error -110 sending status command, retrying"), std::nullopt);
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmcblk0: recovery failed!"), std::nullopt);
+  EXPECT_EQ(ParseKmsgDiskAppeared("mmc0: new high speed SDHC card at address aaaa"), std::nullopt);
+  EXPECT_EQ(ParseKmsgDiskAppeared("sd 0:0:0:0: [sda] Write Protect is off"), std::nullopt);
+  EXPECT_EQ(ParseKmsgDiskAppeared("sd 0:0:0:0: [sda] 512-byte logical blocks"), std::nullopt);
+  EXPECT_EQ(ParseKmsgDiskAppeared("I/O error, dev sda, sector 0 op 0x0:(READ)"), std::nullopt);
+}
+
 TEST(DiskOfPartition, NameRules) {
   EXPECT_EQ(DiskOfPartition("mmcblk0p2"), "mmcblk0");
   EXPECT_EQ(DiskOfPartition("mmcblk10p12"), "mmcblk10");
