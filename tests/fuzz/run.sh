@@ -42,7 +42,7 @@ seeds() {
     ext4_sysfs)
       # One attribute file each, and each filesystem's files joined by NUL in the target's order.
       put $(find "$fx"/roots -path '*/sys/fs/ext4/*' -type f)
-      for d in $(find "$fx"/roots -path '*/sys/fs/ext4/*' -type d -mindepth 1); do
+      for d in $(find "$fx"/roots -path '*/sys/fs/ext4/*' -type d); do
         local names=(errors_count first_error_time first_error_func first_error_line first_error_ino
                      first_error_block first_error_errcode last_error_time last_error_func last_error_line
                      last_error_ino last_error_block last_error_errcode warning_count msg_count) n
