@@ -4,6 +4,7 @@
 # While working on the code:
 #   make check      the unit tests alone: build them, run them (under a minute; no root, installs nothing)
 #   make check-e2e  the end-to-end tests that take under a minute each (ctest -L e2e -LE slow)
+#   make fuzz       each libFuzzer target for FUZZ_SECONDS (default 60; tests/fuzz/README.md)
 # Tests carry ctest labels (unit, lint, e2e, deploy, slow, root): CTEST_ARGS="-L deploy" etc.
 # Extra arguments for the exporter: make run ARGS="--log.level=debug"
 
@@ -15,8 +16,11 @@ CMAKE_FLAGS ?=
 # in CI (.ci/run sets WERROR=ON).
 WERROR   ?= OFF
 CTEST_ARGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
-.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross
+.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross fuzz fuzz-ci
 
 all: build
 
@@ -73,5 +77,20 @@ test-cross:
 	scripts/cross-test.sh arm64
 	scripts/cross-test.sh armhf
 
+# libFuzzer (clang 14, ASan + UBSan) on the config and web config loaders, every parser and the
+# HTTP request head, seeded from tests/fixtures: FUZZ_SECONDS per target, FUZZ_TARGETS="kmsg config"
+# for some. Prints executions, exec/s and crashes per target; fails when one crashed. Only the
+# fuzz targets and the libraries they link are built, in $(FUZZ_BUILD).
+fuzz:
+	scripts/install-deps.sh fuzz
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=OFF \
+	  -DDISKPROBE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 -DDISKPROBE_WERROR=$(WERROR) $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target diskprobe_fuzzers
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# CI's run: 15 s per target (12 targets, about 3 minutes beside the clang build).
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=15
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

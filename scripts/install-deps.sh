@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh test    # build + GoogleTest, Prometheus/promtool, node_exporter (bench peer), curl, python3,
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
 #   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
+#   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
 set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
@@ -26,12 +27,16 @@ command -v npm >/dev/null || deploy_pkgs+=(npm)
 # sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root. lintian,
 # htpasswd and curl: scripts/cross-package.sh lints the .deb and serves HTTPS from it under qemu.
 cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static lintian apache2-utils curl)
+# Fuzzing (make fuzz, tests/fuzz/README.md): clang with libFuzzer and the sanitizer runtimes
+# (libclang-rt-14-dev, only recommended by clang-14), llvm-symbolizer (llvm-14) for stack traces.
+fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test_pkgs[@]}" "${deploy_pkgs[@]}") ;;
   cross) want+=("${cross_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|cross]" >&2; exit 2 ;;
+  fuzz) want+=("${fuzz_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|cross|fuzz]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -344,7 +344,10 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view s) {
     last_unit = unit;
     if (MulOverflows(n, kUnits[unit].ms)) return std::nullopt;
     std::uint64_t add = n * kUnits[unit].ms;
-    if (total > std::numeric_limits<std::int64_t>::max() - add) return std::nullopt;
+    // In unsigned arithmetic throughout: total never exceeds kMaxMs, so kMaxMs - total cannot
+    // wrap, where max() - add did for an add above it and let a negative duration through.
+    constexpr auto kMaxMs = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (add > kMaxMs - total) return std::nullopt;
     total += add;
   }
   return std::chrono::milliseconds(static_cast<std::int64_t>(total));

@@ -20,19 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "http/request_head.h"
 #include "http/web_config.h"
 
 namespace diskprobe::http {
 
-struct Request {
-  std::string method;  // "GET", "HEAD", ... (case-sensitive, as sent)
-  std::string path;    // URL-decoded path without the query, e.g. "/metrics"
-  std::string query;   // after '?', without it; empty when none
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string remote_addr;  // client IPv4 address, "192.0.2.7"; empty when not from a socket
-  // Value of header `name` (case-insensitive), or nullopt.
-  std::optional<std::string_view> Header(std::string_view name) const;
-};
+// Request: http/request_head.h.
 
 struct Response {
   int status = 200;

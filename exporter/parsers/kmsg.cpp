@@ -227,7 +227,10 @@ std::optional<KmsgEvent> ClassifyFat(std::string_view message) {
 std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
   auto split = SplitPrefix(message);
   if (!split) return std::nullopt;
-  auto [name, rest] = *split;
+  // Named copies, not a structured binding: the lambda below captures `name`, and capturing a
+  // structured binding is C++20 (P1091R3) that clang implements only from version 16.
+  const std::string_view name = split->first;
+  std::string_view rest = split->second;
   bool host = IsMmcHost(name);
   bool disk = !host && name.starts_with("mmcblk") && IsDeviceName(name);
   if (!host && !disk) return std::nullopt;

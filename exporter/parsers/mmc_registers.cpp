@@ -11,7 +11,6 @@ namespace diskprobe::parsers {
 
 namespace {
 
-constexpr std::string_view kKernelCardH = "kernel drivers/mmc/core/card.h (raspberrypi/linux rpi-6.6.y)";
 constexpr std::string_view kMmcUtils = "mmc-utils lsmmc.c (sd_database/mmc_database)";
 constexpr std::string_view kSbcBench = "sbc-bench results/SD-cards-with-low-serial-numbers.md";
 

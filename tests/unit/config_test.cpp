@@ -142,6 +142,16 @@ TEST(ParseDuration, Rejects) {
   }
 }
 
+// Seen while fuzzing the configuration (tests/fuzz/config_fuzz.cpp checks that no duration is
+// negative, with this input as its reproducer): a sum of milliseconds between 2^63 and 2^64 passed the
+// overflow check (in signed-minus-unsigned arithmetic it wrapped) and came back negative.
+TEST(ParseDuration, RejectsTotalsAboveInt64) {
+  EXPECT_FALSE(ParseDuration("10000000000000000000ms").has_value());  // > 2^63 - 1, < 2^64
+  EXPECT_FALSE(ParseDuration("18446744073709551615ms").has_value());  // 2^64 - 1
+  EXPECT_FALSE(ParseDuration("9223372036854775s9223372036854775ms").has_value());
+  EXPECT_EQ(ParseDuration("9223372036854775807ms"), std::chrono::milliseconds::max());
+}
+
 TEST(ParseSize, AcceptsAndRejects) {
   EXPECT_EQ(ParseSize("4096"), 4096u);
   EXPECT_EQ(ParseSize("512B"), 512u);

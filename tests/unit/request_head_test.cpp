@@ -1,0 +1,69 @@
+// http/request_head: the request head as the server delimits and parses it, without a socket
+// (http_server_test.cpp drives the same code over loopback).
+#include "http/request_head.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+namespace diskprobe::http {
+namespace {
+
+TEST(FindHeadEnd, CrlfLfAndIncomplete) {
+  const std::string crlf = "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /next";
+  HeadEnd h = FindHeadEnd(crlf, 8192);
+  EXPECT_EQ(h.end, crlf.find("\r\n\r\n") + 2);
+  EXPECT_EQ(h.skip, 2u);
+  EXPECT_EQ(crlf.substr(h.end + h.skip), "GET /next");
+
+  const std::string lf = "GET / HTTP/1.0\nHost: x\n\nrest";
+  h = FindHeadEnd(lf, 8192);
+  EXPECT_EQ(h.end, lf.find("\n\n") + 1);
+  EXPECT_EQ(h.skip, 1u);
+
+  EXPECT_EQ(FindHeadEnd("GET / HTTP/1.1\r\nHost: x\r\n", 8192).end, std::string_view::npos);
+  EXPECT_EQ(FindHeadEnd("GET / HTTP/1.1\r\n\r", 8192).end, std::string_view::npos);  // "\n" not yet here
+  EXPECT_EQ(FindHeadEnd("", 8192).end, std::string_view::npos);
+}
+
+TEST(FindHeadEnd, StopsLookingPastTheLimit) {
+  // The empty line is there, but only after a line that starts beyond max_head_bytes.
+  const std::string big = "GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n";
+  EXPECT_EQ(FindHeadEnd(big, 10).end, std::string_view::npos);
+  EXPECT_NE(FindHeadEnd(big, 8192).end, std::string_view::npos);
+}
+
+TEST(ParseRequestHead, RequestLineHeadersAndKeepAlive) {
+  ParsedHead p = ParseRequestHead("\r\nGET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nAccept-Encoding:  gzip \r\n");
+  ASSERT_EQ(p.error, 0);
+  EXPECT_EQ(p.req.method, "GET");
+  EXPECT_EQ(p.req.path, "/a b");
+  EXPECT_EQ(p.req.query, "x=1");
+  EXPECT_EQ(p.req.Header("accept-encoding"), "gzip");
+  EXPECT_TRUE(p.http11);
+  EXPECT_TRUE(p.keep_alive);
+  EXPECT_FALSE(p.has_body);
+
+  EXPECT_FALSE(ParseRequestHead("GET / HTTP/1.0\r\n").keep_alive);
+  EXPECT_TRUE(ParseRequestHead("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n").keep_alive);
+  EXPECT_FALSE(ParseRequestHead("GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n").keep_alive);
+  EXPECT_TRUE(ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 3\r\n").has_body);
+  EXPECT_FALSE(ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 0\r\n").has_body);
+}
+
+TEST(ParseRequestHead, Errors) {
+  EXPECT_EQ(ParseRequestHead("").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET /\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/2.0\r\n").error, 505);
+  EXPECT_EQ(ParseRequestHead("GET metrics HTTP/1.1\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET /%zz HTTP/1.1\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET /%00 HTTP/1.1\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nA: b\r\n folded\r\n").error, 400);
+  std::string many = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 101; ++i) many += "X: y\r\n";
+  EXPECT_EQ(ParseRequestHead(many).error, 431);
+}
+
+}  // namespace
+}  // namespace diskprobe::http
