@@ -553,7 +553,8 @@ def render(fn):
 
 
 # The provisioned files pick their data source through the `datasource` variable. The copies in
-# grafana.com/ are the same dashboards as Grafana's "Export for sharing externally" writes them:
+# deploy/grafana.com/ (outside this directory: Grafana's file provider reads a directory and its
+# subdirectories, and two files with one uid make it flap between them) are the same dashboards as Grafana's "Export for sharing externally" writes them:
 # __inputs asks for a Prometheus data source at import and __requires names what they need;
 # Grafana's import replaces ${DS_PROMETHEUS} with the chosen data source, which becomes the
 # variable's default.
@@ -582,7 +583,7 @@ def main(argv):
     check = "--check" in argv
     stale = []
     outputs = [(name, render(fn)) for name, fn in DASHBOARDS.items()]
-    outputs += [(os.path.join("grafana.com", name), shareable(fn)) for name, fn in DASHBOARDS.items()]
+    outputs += [(os.path.join("..", "deploy", "grafana.com", name), shareable(fn)) for name, fn in DASHBOARDS.items()]
     for name, text in outputs:
         path = os.path.join(HERE, name)
         if check:
