@@ -1,6 +1,7 @@
 #include "parsers/kmsg.h"
 
 #include <array>
+#include <limits>
 
 #include "util/strings.h"
 
@@ -107,8 +108,10 @@ std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
   std::string_view head = message.substr(0, message.size() - kTail.size());
   std::size_t sep = head.rfind(": ");
   if (sep == std::string_view::npos) return std::nullopt;
+  // ___ratelimit prints rs->missed, an int ("%s: %d callbacks suppressed"): a larger figure is no
+  // kernel's, and summed into a counter it could wrap it.
   auto count = util::ParseNumber<std::uint64_t>(head.substr(sep + 2));
-  if (!count) return std::nullopt;
+  if (!count || *count > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
   std::string_view function = head.substr(0, sep);
   for (const auto& source : kSuppressedSources) {
     if (source.function == function) {

@@ -513,6 +513,11 @@ TEST(KmsgClassify, CallbacksSuppressed) {
   EXPECT_EQ(Classify("blk_print_req_error: 3 callbacks suppressed"), "io_error count=3 suppressed");
   EXPECT_EQ(Classify("buffer_io_error: 6 callbacks suppressed"), "io_error count=6 suppressed");
   EXPECT_EQ(Classify("EXT4-fs error: 20 callbacks suppressed"), "filesystem_error count=20 suppressed");
+  // The kernel prints an int: a bigger figure (only a crafted log has one) is not a count, and
+  // summed into the counter it wrapped it (2^64 - 1 + 1 read 0).
+  EXPECT_EQ(Classify("blk_print_req_error: 2147483647 callbacks suppressed"), "io_error count=2147483647 suppressed");
+  EXPECT_EQ(Classify("blk_print_req_error: 2147483648 callbacks suppressed"), "none");
+  EXPECT_EQ(Classify("blk_print_req_error: 18446744073709551615 callbacks suppressed"), "none");
   // Rate-limited sources that are not card failures, or whose kind cannot be known.
   EXPECT_EQ(Classify("EXT4-fs warning: 7 callbacks suppressed"), "none");
   EXPECT_EQ(Classify("net_ratelimit: 5 callbacks suppressed"), "none");
