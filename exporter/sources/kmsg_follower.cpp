@@ -264,6 +264,19 @@ bool KmsgFollower::Start() {
     error_ = std::move(reason);
     return false;
   }
+  // A named pipe (mkfifo) is opened again for reading and writing: with a write end of its own it
+  // never reads end-of-file, so a writer that connects after start-up, or several writers one
+  // after another, are all followed. Opened read-only, it read 0 bytes before the first writer
+  // came and was never polled again. O_RDWR on a FIFO does not block (fifo(7)); without write
+  // permission the read-only descriptor is kept.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    int rw = ::open(path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (rw >= 0) {
+      ::close(fd);
+      fd = rw;
+    }
+  }
   // The oldest record in the ring buffer; ESPIPE on a pipe, harmless.
   ::lseek(fd, 0, SEEK_SET);
   StartFd(fd);
@@ -292,6 +305,7 @@ void KmsgFollower::Stop() {
 
 KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const {
   KmsgSnapshot s;
+  std::set<std::pair<std::string, std::string>> counted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.error = error_;
@@ -303,9 +317,13 @@ KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const
     s.malformed = counter_.malformed();
     s.oversized = counter_.oversized();
     s.drained = drained_;
+    counted = counter_.devices();
   }
   for (const std::string& disk : disks) {
     std::string host = resolver_.HostOfDisk(disk);
+    // Past the name limit a disk's messages are counted as kLimit: a zero series would say it
+    // logged nothing.
+    if (counted.size() >= KmsgCounter::kMaxDevices && counted.count({disk, host}) == 0) continue;
     for (KmsgKind k : kAllKinds)
       if (k != KmsgKind::kUnderVoltage) s.messages.try_emplace({disk, host, k}, 0);
   }
@@ -395,6 +413,13 @@ void KmsgFollower::Loop(int fd) {
       }
       OnIdle();
       if (n == 0 && !is_file) at_end = true;
+      // A followed file cut shorter (truncated, or rewritten in place) is read again from its
+      // start, as tail -f does; its records count on top of those read before.
+      if (n == 0 && is_file) {
+        struct stat now {};
+        off_t at = ::lseek(fd, 0, SEEK_CUR);
+        if (::fstat(fd, &now) == 0 && at > 0 && now.st_size < at) ::lseek(fd, 0, SEEK_SET);
+      }
     }
     // A regular file is polled once a second for appended records; /dev/kmsg and a live pipe
     // wake the thread when there is more.

@@ -12,7 +12,9 @@
 //
 // Other sources, for tests and replays (--path.kmsg pointing at a file or a pipe): the stream is
 // split into records by lines (a record line, then its " KEY=value" dictionary lines); a regular
-// file is followed like `tail -f`, a pipe until its writer closes it.
+// file is followed like `tail -f` (read from its start again when it gets shorter), a named pipe
+// (mkfifo) from every writer, whenever it connects, an inherited pipe (/dev/stdin) until its
+// writer closes it.
 //
 // Bounds (the state must not grow with what the log says):
 //  - a record is at most parsers::kKmsgRecordMax (8192) bytes, what one read() of /dev/kmsg can
@@ -107,7 +109,8 @@ struct KmsgSnapshot {
 //    ones to keep). A host-only message (no card on it) needs the host in sysfs. Anything else
 //    is counted in unattributed() as kUnmonitored, without its name, as node_exporter drops the
 //    devices its filters exclude. At most kMaxDevices (disk, host) names get series; later names
-//    are kLimit;
+//    are kLimit, and get no zero series either (KmsgFollower::Snapshot): absent, not a 0 that
+//    hides their messages;
 //  - a disk's appearance record (parsers::ParseKmsgDiskAppeared: a new card, a new medium, a
 //    loop attach) starts its series again: what was counted for that name before belongs to
 //    the previous device and moves to unattributed() as kPreviousDevice. This is exact in the
@@ -119,7 +122,9 @@ struct KmsgSnapshot {
 class KmsgCounter {
  public:
   static constexpr int kSuppressedHorizon = 64;
-  static constexpr std::size_t kMaxDevices = 64;
+  // Names are already bounded by the monitored disks present in sysfs; this bounds a node with
+  // thousands of them (loop devices of snaps and images). 1024 names x 8 kinds: ~0.5 MiB.
+  static constexpr std::size_t kMaxDevices = 1024;
   using Monitored = std::function<bool(const std::string& disk)>;
 
   // `monitored` empty: a disk is monitored when resolver->IsDisk(disk).
@@ -135,6 +140,9 @@ class KmsgCounter {
   void Oversized() { ++oversized_; }
 
   const KmsgCounts& counts() const { return counts_; }
+  // The (disk, host) names with series; below kMaxDevices a new name gets one at its first
+  // message, at kMaxDevices no other name does (its messages are kLimit).
+  const std::set<std::pair<std::string, std::string>>& devices() const { return devices_; }
   const KmsgUnattributed& unattributed() const { return unattributed_; }
   std::uint64_t records() const { return records_; }
   std::uint64_t lost() const { return lost_; }

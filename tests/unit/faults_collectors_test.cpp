@@ -3,6 +3,7 @@
 // (sources in its SOURCES.md) with a golden exposition, and the kmsg samples fed through a pipe.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -45,9 +46,10 @@ DeviceList Devices(const Paths& p) {
   return DiscoverDevices(p.sysfs, cfg->devices, nullptr);
 }
 
-// Waits (up to 5 s) until the follower has read everything available.
+// Waits (up to 20 s: a followed file is polled once a second) until the follower has read
+// everything available.
 KmsgSnapshot WaitDrained(const KmsgFollower& f, std::uint64_t records, const std::vector<std::string>& disks = {}) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   KmsgSnapshot s = f.Snapshot(disks);
   while ((!s.drained || s.records < records) && s.error.empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -465,6 +467,76 @@ TEST(KmsgFollower, FollowsAFileLikeTailF) {
   auto start = std::chrono::steady_clock::now();
   f.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << "the stop pipe wakes poll()";
+}
+
+// A named pipe whose writers come after start-up, one after another (a replay tool, a test
+// harness): every writer's records are read.
+TEST(KmsgFollower, FollowsANamedPipeWhoseWritersComeLater) {
+  TempDir t;
+  const std::string path = t.path() + "/kmsg.fifo";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  KmsgFollower f(path, FaultsPaths().sysfs);
+  ASSERT_TRUE(f.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the follower reads first: no writer yet
+  for (int i = 1; i <= 2; ++i) {
+    int w = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(w, 0);
+    std::string rec = "3," + std::to_string(i) + ",0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0\n";
+    ASSERT_EQ(::write(w, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+    ::close(w);
+  }
+  KmsgSnapshot s = WaitDrained(f, 2);
+  EXPECT_EQ(s.records, 2u);
+  EXPECT_EQ(s.error, "");
+  auto start = std::chrono::steady_clock::now();
+  f.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+}
+
+// Past the name limit a disk has no zero series (it would read 0 while its errors are counted
+// as reason="limit"); the disks within it keep theirs.
+TEST(KmsgFollower, DisksPastTheNameLimitHaveNoZeroSeries) {
+  TempDir t;
+  const std::size_t n = KmsgCounter::kMaxDevices + 6;
+  for (std::size_t i = 0; i < n; ++i) fs::create_directories(t.path() + "/sys/block/loop" + std::to_string(i));
+  std::string records;
+  for (std::size_t i = 0; i < n; ++i)
+    records += "3," + std::to_string(i + 1) + ",0,-;I/O error, dev loop" + std::to_string(i) + ", sector 8\n";
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  KmsgFollower f("(pipe)", t.path() + "/sys");
+  f.StartFd(p[0]);
+  for (std::size_t i = 0; i < records.size(); i += 4096) {
+    std::string_view piece = std::string_view(records).substr(i, 4096);
+    ASSERT_EQ(::write(p[1], piece.data(), piece.size()), static_cast<ssize_t>(piece.size()));
+  }
+  ::close(p[1]);
+  const std::string first = "loop0", last = "loop" + std::to_string(n - 1);
+  KmsgSnapshot s = WaitDrained(f, n, {first, last});
+  ASSERT_EQ(s.records, n);
+  EXPECT_EQ(Count(s, first, "", KmsgKind::kIoError), 1u);
+  EXPECT_EQ(s.messages.count({first, "", KmsgKind::kCrcError}), 1u) << "zero series within the limit";
+  for (const auto& [k, v] : s.messages) EXPECT_NE(std::get<0>(k), last) << "a series for a disk past the limit";
+  EXPECT_EQ(s.unattributed.at({KmsgUnattributedReason::kLimit, KmsgKind::kIoError}), 6u);
+  f.Stop();
+}
+
+// A followed file that is truncated and written again is read from its start again.
+TEST(KmsgFollower, ReadsATruncatedFileFromItsStart) {
+  TempDir t;
+  const std::string path = t.path() + "/kmsg";
+  {
+    std::ofstream out(path);
+    for (int i = 1; i <= 5; ++i) out << "3," << i << ",0,-;mmc0: timeout waiting for hardware interrupt.\n";
+  }
+  KmsgFollower f(path, FaultsPaths().sysfs);
+  ASSERT_TRUE(f.Start());
+  KmsgSnapshot s = WaitDrained(f, 5);
+  ASSERT_EQ(s.records, 5u);
+  std::ofstream(path, std::ios::trunc) << "3,6,0,-;I/O error, dev sda, sector 8 op 0x0:(READ) flags 0x0\n";
+  s = WaitDrained(f, 6);
+  EXPECT_EQ(s.records, 6u);
+  f.Stop();
 }
 
 // A scrape's kmsg text is kept while the counts stay the same and follows them when a message
