@@ -33,7 +33,8 @@ void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
     out.Sample({{"device", std::get<0>(k)}, {"host", std::get<1>(k)}, {"kind", parsers::ToString(std::get<2>(k))}},
                static_cast<double>(v));
   out.Family("diskprobe_kernel_messages_unattributed_total",
-             "Kernel log messages of the kinds above that name a device without series: not monitored, "
+             "Kernel log messages (the kinds of diskprobe_kernel_messages_total) that name a device without series: "
+             "not monitored, "
              "logged before a new device of that name appeared, or beyond the device limit (reason).",
              MetricType::Counter);
   for (const auto& [k, v] : s.unattributed)
