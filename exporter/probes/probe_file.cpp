@@ -94,29 +94,38 @@ Fd OpenDirectoryNoFollow(const std::string& dir, bool create, std::string* error
     // ENOSYS: the walk below does the same. Any other failure: the walk names the component.
   }
   const std::vector<std::string> comps = Components(dir);
-  Fd cur(::open(dir.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!cur.valid()) {
-    *err_no = errno;
-    *error = Errno("probe directory " + dir, errno);
-    return Fd();
+  // The first component of an absolute path is opened by its absolute name ("/tmp") rather than
+  // relative to an open "/": the same lookup, and under qemu-user with a library prefix (-L, the
+  // cross builds' unit tests) an open "/" is the prefix's root, not the machine's.
+  const bool absolute = dir.starts_with('/');
+  Fd cur;
+  if (!absolute || comps.empty()) {
+    cur.reset(::open(absolute ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!cur.valid()) {
+      *err_no = errno;
+      *error = Errno("probe directory " + dir, errno);
+      return Fd();
+    }
   }
   for (std::size_t i = 0; i < comps.size(); ++i) {
-    const std::string& c = comps[i];
+    const bool first_of_absolute = !cur.valid();
+    const int at = first_of_absolute ? AT_FDCWD : cur.get();
+    const std::string c = first_of_absolute ? "/" + comps[i] : comps[i];
     const bool last = i + 1 == comps.size();
-    int next = ::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = ::openat(at, c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && errno == ENOENT && create) {
       // Parents as mkdir -p makes them; the state directory itself private to the service.
-      if (::mkdirat(cur.get(), c.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST) {
+      if (::mkdirat(at, c.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST) {
         *err_no = errno;
         *error = Errno("cannot create probe directory " + Prefix(dir, comps, i), errno);
         return Fd();
       }
-      next = ::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      next = ::openat(at, c.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (next < 0) {
       const int e = errno;
       struct stat st {};
-      const bool is_link = ::fstatat(cur.get(), c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      const bool is_link = ::fstatat(at, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
       *err_no = EINVAL;
       if (is_link && last) {
         *error = "probe directory " + dir + " is a symlink; refusing (give the real directory)";
