@@ -26,6 +26,10 @@ fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON \
   -DCMAKE_TOOLCHAIN_FILE="cmake/toolchain-$arch.cmake" -DDISKPROBE_SYSROOT="$PWD/$sysroot" -DDISKPROBE_WERROR="${WERROR:-OFF}"
 cmake --build "$build" -j "${JOBS:-2}"
+# qemu-user's -L prefix takes every absolute path that exists in the sysroot: a /tmp there (left
+# by a run of an older build whose probe tests created it through the prefix) would hide the
+# machine's /tmp, where the unit tests make their directories.
+rm -rf "$sysroot/tmp"
 ctest --test-dir "$build" --output-on-failure -E '^(e2e_|deploy_|prometheus_rules|dashboards|fleet_)'
 # The Debian package for the target: Depends from dpkg-shlibdeps, ELF machine, lintian.
 scripts/cross-package.sh "$arch" "$build" "$sysroot"
