@@ -24,14 +24,7 @@ using prometheus::MetricType;
 // "179:2\n" -> (179, 2).
 std::optional<std::pair<unsigned, unsigned>> ReadDevNumber(const std::string& path) {
   util::FileContent f = util::ReadAttribute(path);
-  if (!f.ok()) return std::nullopt;
-  std::string_view t = util::Trim(f.text);
-  std::size_t colon = t.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  auto major = util::ParseU64(t.substr(0, colon));
-  auto minor = util::ParseU64(t.substr(colon + 1));
-  if (!major || !minor) return std::nullopt;
-  return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
+  return f.ok() ? util::ParseDevNumber(f.text) : std::nullopt;
 }
 
 // The third field of a mountinfo line, "179:2" -> (179, 2); nullopt when it is not there.
@@ -41,13 +34,7 @@ std::optional<std::pair<unsigned, unsigned>> DevField(std::string_view line) {
     if (sp == std::string_view::npos) return std::nullopt;
     line.remove_prefix(sp + 1);
   }
-  std::string_view field = line.substr(0, line.find(' '));
-  std::size_t colon = field.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  auto major = util::ParseU64(field.substr(0, colon));
-  auto minor = util::ParseU64(field.substr(colon + 1));
-  if (!major || !minor) return std::nullopt;
-  return std::make_pair(static_cast<unsigned>(*major), static_cast<unsigned>(*minor));
+  return util::ParseDevNumber(line.substr(0, line.find(' ')));
 }
 
 struct Filesystem {

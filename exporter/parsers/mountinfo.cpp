@@ -1,5 +1,7 @@
 #include "parsers/mountinfo.h"
 
+#include <tuple>
+
 #include "util/strings.h"
 
 namespace diskprobe::parsers {
@@ -50,15 +52,11 @@ std::optional<MountInfo> ParseMountinfoLine(std::string_view line) {
   if (!id || !parent || !devno || !root || !mount_point || !options) return std::nullopt;
   auto mount_id = util::ParseNumber<std::uint64_t>(*id);
   auto parent_id = util::ParseNumber<std::uint64_t>(*parent);
-  std::size_t colon = devno->find(':');
-  if (!mount_id || !parent_id || colon == std::string_view::npos) return std::nullopt;
-  auto major = util::ParseNumber<unsigned>(devno->substr(0, colon));
-  auto minor = util::ParseNumber<unsigned>(devno->substr(colon + 1));
-  if (!major || !minor) return std::nullopt;
+  auto number = util::ParseDevNumber(*devno);
+  if (!mount_id || !parent_id || !number) return std::nullopt;
   m.mount_id = *mount_id;
   m.parent_id = *parent_id;
-  m.major = *major;
-  m.minor = *minor;
+  std::tie(m.major, m.minor) = *number;
   m.root = DecodeMountinfoEscapes(*root);
   m.mount_point = DecodeMountinfoEscapes(*mount_point);
   m.mount_options = std::string(*options);

@@ -1,5 +1,6 @@
 #include "sources/device_registry.h"
 
+#include <tuple>
 #include <dirent.h>
 
 #include <algorithm>
@@ -12,18 +13,6 @@
 
 namespace diskprobe {
 namespace {
-
-bool ParseDevNumber(std::string_view s, unsigned* major, unsigned* minor) {
-  s = util::Trim(s);
-  auto colon = s.find(':');
-  if (colon == std::string_view::npos) return false;
-  auto ma = util::ParseU64(s.substr(0, colon));
-  auto mi = util::ParseU64(s.substr(colon + 1));
-  if (!ma || !mi || *ma > 0xffffffffull || *mi > 0xffffffffull) return false;
-  *major = static_cast<unsigned>(*ma);
-  *minor = static_cast<unsigned>(*mi);
-  return true;
-}
 
 bool IsLoop(std::string_view name) { return name.rfind("loop", 0) == 0; }
 
@@ -46,7 +35,9 @@ DeviceList DiscoverDevices(const std::string& sysfs_root, const config::DevicesC
     dev.sysfs_path = util::JoinPath(block_dir, name);
     if (util::ReadFile(dev.sysfs_path + "/partition").ok()) continue;
     util::FileContent devno = util::ReadFile(dev.sysfs_path + "/dev");
-    if (!devno.ok() || !ParseDevNumber(devno.text, &dev.major, &dev.minor)) continue;
+    auto number = devno.ok() ? util::ParseDevNumber(devno.text) : std::nullopt;
+    if (!number) continue;
+    std::tie(dev.major, dev.minor) = *number;
     if (IsLoop(name)) {
       auto size = util::ParseU64(util::ReadFile(dev.sysfs_path + "/size").text);
       if (!size || *size == 0) continue;

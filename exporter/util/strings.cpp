@@ -12,4 +12,14 @@ std::string_view Trim(std::string_view s) {
 
 std::optional<unsigned long long> ParseU64(std::string_view s) { return ParseNumber<unsigned long long>(Trim(s)); }
 
+std::optional<std::pair<unsigned, unsigned>> ParseDevNumber(std::string_view s) {
+  s = Trim(s);
+  const std::size_t colon = s.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto major = ParseNumber<unsigned>(s.substr(0, colon));
+  auto minor = ParseNumber<unsigned>(s.substr(colon + 1));
+  if (!major || !minor) return std::nullopt;
+  return std::make_pair(*major, *minor);
+}
+
 }  // namespace diskprobe::util

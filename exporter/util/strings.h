@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace diskprobe::util {
 
@@ -37,6 +38,10 @@ requires std::integral<T> || std::floating_point<T> std::optional<T> ParseNumber
 // Parses a decimal unsigned 64-bit integer that makes up all of `s` after Trim (a sysfs attribute
 // such as "7812500\n"). Returns nullopt on empty input, sign, garbage or overflow.
 std::optional<unsigned long long> ParseU64(std::string_view s);
+
+// A device number "major:minor" (sysfs `dev`, mountinfo field 3: "179:2", also "179:2\n") as
+// (major, minor); nullopt when a part is missing, not decimal or above UINT_MAX.
+std::optional<std::pair<unsigned, unsigned>> ParseDevNumber(std::string_view s);
 
 // `s` without one leading "0x" or "0X", when at least one character follows it ("0x" alone is
 // returned unchanged, and then fails to parse as hex).

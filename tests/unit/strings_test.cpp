@@ -114,5 +114,14 @@ TEST(HexDigitValue, EveryDigitAndNothingElse) {
   EXPECT_EQ(digits, 22);
 }
 
+TEST(ParseDevNumber, MajorMinorAsSysfsAndMountinfoWriteIt) {
+  using P = std::pair<unsigned, unsigned>;
+  EXPECT_EQ(ParseDevNumber("179:2"), P(179, 2));
+  EXPECT_EQ(ParseDevNumber("259:0\n"), P(259, 0));
+  EXPECT_EQ(ParseDevNumber("4294967295:1"), P(4294967295u, 1));
+  for (const char* bad : {"", "179", ":2", "179:", "179:2:3", "-1:2", "4294967296:0", "b179:0", "179 :2"})
+    EXPECT_EQ(ParseDevNumber(bad), std::nullopt) << bad;
+}
+
 }  // namespace
 }  // namespace diskprobe::util
