@@ -217,11 +217,16 @@ bool DevicesConfig::Selects(std::string_view name) const {
 }
 
 LoadResult LoadDefault() {
-  LoadResult out;
-  auto cfg = std::make_shared<Config>();
-  cfg->source = kDefaultConfigName;
-  if (ParseInto(kDefaultConfigYaml, kDefaultConfigName, cfg.get(), &out.errors)) out.config = std::move(cfg);
-  return out;
+  // The embedded text never changes: parsed once (thread-safe static initialisation), then every
+  // load and every reload starts from a copy instead of running yaml-cpp over it again.
+  static const LoadResult kParsed = [] {
+    LoadResult out;
+    auto cfg = std::make_shared<Config>();
+    cfg->source = kDefaultConfigName;
+    if (ParseInto(kDefaultConfigYaml, kDefaultConfigName, cfg.get(), &out.errors)) out.config = std::move(cfg);
+    return out;
+  }();
+  return kParsed;
 }
 
 LoadResult LoadString(std::string_view yaml, const std::string& source_name) {

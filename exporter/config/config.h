@@ -73,7 +73,7 @@ LoadResult LoadString(std::string_view yaml, const std::string& source_name);
 // (fifo)" (directory, character device...), "file is larger than 65536 bytes".
 LoadResult LoadFile(const std::string& path);
 
-// The embedded defaults alone.
+// The embedded defaults alone: parsed on the first call, the same configuration on every later one.
 LoadResult LoadDefault();
 
 }  // namespace diskprobe::config
