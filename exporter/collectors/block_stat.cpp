@@ -82,7 +82,11 @@ Facts ReadFacts(const Device& dev, std::optional<unsigned long long> size) {
   f.model = ReadFirst(dir, {"device/model", "device/name"});
   f.vendor = ReadFirst(dir, {"device/vendor"});
   f.serial = ReadFirst(dir, {"device/serial", "serial"});
-  f.revision = ReadFirst(dir, {"device/rev", "device/fwrev", "device/firmware_rev"});
+  // The firmware revision: SCSI `rev`, NVMe `firmware_rev`, SD/eMMC `fwrev`. An eMMC also has a
+  // `rev`, but that is EXT_CSD_REV (the register layout version, 0x8 = eMMC 5.1), not firmware:
+  // an mmc card (it has a `cid`) is read from `fwrev` only.
+  const bool mmc_card = util::ReadAttribute(dir + "/device/cid").ok();
+  f.revision = mmc_card ? ReadFirst(dir, {"device/fwrev"}) : ReadFirst(dir, {"device/rev", "device/firmware_rev"});
   f.read_at = std::chrono::steady_clock::now();
   return f;
 }

@@ -6,6 +6,8 @@
 //   <sysfs>/block/<dev>/{size,ro,removable}       size in 512-byte sectors, flags
 //   <sysfs>/block/<dev>/queue/{rotational,logical_block_size,physical_block_size,scheduler}
 //   <sysfs>/block/<dev>/device/{model,name,vendor,rev,fwrev,firmware_rev,serial}, <dev>/serial
+//     revision: `rev` (SCSI), `firmware_rev` (NVMe), `fwrev` for SD/eMMC (an eMMC's `rev` is its
+//     EXT_CSD revision, exported by mmc_card as ext_csd_rev)
 // stat, size and ro are read at every scrape, from descriptors kept open (util::SysfsAttributes:
 // one pread each). The device's other facts (identity, queue geometry, scheduler) change only
 // with the medium or an administrator, so they are cached per device and re-read when the device

@@ -495,6 +495,13 @@ TEST(HostileConfig, OnlyRegularFiles) {
   EXPECT_EQ(Bounded([&] { return LoadFile(dir); }), dir + ":0:0: not a regular file (directory)\n");
   EXPECT_EQ(Bounded([] { return LoadFile("/dev/zero"); }), "/dev/zero:0:0: not a regular file (character device)\n");
   EXPECT_EQ(Bounded([] { return LoadFile("/dev/null"); }), "/dev/null:0:0: not a regular file (character device)\n");
+  // Kernel pseudo-files say S_IFREG; reading /proc/kmsg consumes the syslog records it hands out,
+  // so `--config.check --config.file=/proc/kmsg` used to eat the kernel log. Refused unread (a
+  // harmless procfs and sysfs file stand in for it: a failing test must not consume the log).
+  EXPECT_EQ(Bounded([] { return LoadFile("/proc/self/status"); }),
+            "/proc/self/status:0:0: not a regular file (a procfs file; not read)\n");
+  EXPECT_EQ(Bounded([] { return LoadFile("/sys/kernel/uevent_seqnum"); }),
+            "/sys/kernel/uevent_seqnum:0:0: not a regular file (a sysfs file; not read)\n");
   const std::string good = dir + "/good.yml";
   std::ofstream(good) << "devices: {discovery_interval: 5s}\n";
   EXPECT_EQ(Bounded([&] { return LoadFile(good); }), "loaded\n");
