@@ -168,6 +168,32 @@ TEST(MmcIos, UnreadableDebugfsFailsWithTheReason) {
   EXPECT_EQ(log, "") << "the collector does not log its failure: the scraper does, once";
 }
 
+// An ios file cut off after its first line is an error state, not a reading: the collector fails
+// with the file and the reason, and the host's ios series are absent (the other host's stay).
+TEST(MmcIos, FileCutOffAfterFirstLineFailsTheCollector) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("pi4-cut-ios." + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::copy(Fixture("roots/pi4"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path ios = root / "debug/mmc0/ios";
+  std::string first;
+  {
+    std::ifstream in(ios);
+    std::getline(in, first);
+  }
+  ASSERT_EQ(first.rfind("clock:", 0), 0u) << first;
+  std::ofstream(ios, std::ios::trunc) << first << "\n";
+  Paths p = RootPaths(root.string());
+  DeviceList d = Devices(p);
+  MmcIosCollector c;
+  auto r = testing::Collect(c, ScrapeContext{p, d});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.result.error, p.debugfs + "/mmc0/ios: ios: incomplete, no 'vdd', 'bus mode', 'chip select', "
+                                        "'power mode', 'bus width', 'timing spec' line");
+  EXPECT_EQ(r.text.find("diskprobe_mmc_ios_clock_hertz{device=\"mmcblk0\""), std::string::npos);
+  EXPECT_NE(r.text.find("diskprobe_mmc_ios_clock_hertz{device=\"\",host=\"mmc1\"}"), std::string::npos);
+  fs::remove_all(root);
+}
+
 TEST(PiCollectors, NoMmcNoConfigNoBoardIsSilentSuccess) {
   // The block_stat fixture: disks but no mmc host, no config.txt, no device tree, no firmware.
   Paths p = RootPaths(Fixture("no-such-root"));
