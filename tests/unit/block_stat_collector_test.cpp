@@ -31,11 +31,47 @@ TEST(DiscoverDevices, DefaultRulesOnFixture) {
   std::string err;
   DeviceList l = DiscoverDevices(Fixture("sys"), cfg->devices, &err);
   EXPECT_EQ(err, "");
-  // loop0 has size 0, zram0/ram0 are excluded by default, sdc1 is a partition.
-  EXPECT_EQ(Names(l), (std::vector<std::string>{"loop1", "mmcblk0", "nvme0n1", "sdb", "vda"}));
-  EXPECT_EQ(l[1].major, 179u);
-  EXPECT_EQ(l[1].minor, 0u);
-  EXPECT_EQ(l[1].sysfs_path, Fixture("sys") + "/block/mmcblk0");
+  // loop0/loop1, zram0/ram0 are excluded by default, sdc1 is a partition.
+  EXPECT_EQ(Names(l), (std::vector<std::string>{"mmcblk0", "nvme0n1", "sdb", "vda"}));
+  EXPECT_EQ(l[0].major, 179u);
+  EXPECT_EQ(l[0].minor, 0u);
+  EXPECT_EQ(l[0].sysfs_path, Fixture("sys") + "/block/mmcblk0");
+}
+
+// Loop devices (snaps, k3s), optical drives and removable devices without a medium are not
+// monitored by default; each can be monitored by saying so.
+TEST(DiscoverDevices, LoopOpticalAndEmptyRemovableNeedToBeAskedFor) {
+  namespace fs = std::filesystem;
+  const fs::path sys = fs::path(::testing::TempDir()) / ("discover-sys." + std::to_string(::getpid()));
+  fs::remove_all(sys);
+  auto disk = [&](const std::string& name, const std::string& dev, const std::string& size, const char* removable) {
+    fs::create_directories(sys / "block" / name);
+    std::ofstream(sys / "block" / name / "dev") << dev << "\n";
+    std::ofstream(sys / "block" / name / "size") << size << "\n";
+    std::ofstream(sys / "block" / name / "removable") << removable << "\n";
+  };
+  disk("loop3", "7:3", "112400", "0");  // a snap's squashfs
+  disk("sr0", "11:0", "0", "1");        // a DVD drive, no disc
+  disk("sr1", "11:1", "1376256", "1");  // with a disc
+  disk("sdd", "8:48", "0", "1");        // a card reader slot, no card
+  disk("sde", "8:64", "62333952", "1"); // a card reader slot with a card
+  disk("mmcblk0", "179:0", "62333952", "0");
+  auto names = [&](const std::string& yaml) {
+    auto r = config::LoadString(yaml, "t.yml");
+    EXPECT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].message);
+    return r.config ? Names(DiscoverDevices(sys.string(), r.config->devices, nullptr)) : std::vector<std::string>{};
+  };
+  EXPECT_EQ(names(""), (std::vector<std::string>{"mmcblk0", "sde"}));
+  // Named by an include pattern: monitored (the e2e tests' emulated cards are loop devices).
+  EXPECT_EQ(names("devices:\n  include: ['mmcblk[0-9]+', 'loop3', 'sr[0-9]']\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sr1"}));
+  EXPECT_EQ(names("devices:\n  exclude_unless_included: []\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sde", "sr1"}));
+  EXPECT_EQ(names("devices:\n  exclude_unless_included: []\n  skip_empty_removable: false\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sdd", "sde", "sr0", "sr1"}));
+  // exclude still wins over include.
+  EXPECT_EQ(names("devices:\n  include: ['loop3', 'sde']\n  exclude: ['sde']\n"), (std::vector<std::string>{"loop3"}));
+  fs::remove_all(sys);
 }
 
 TEST(DiscoverDevices, IncludeExclude) {
