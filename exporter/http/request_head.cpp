@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 #include "util/strings.h"
 
@@ -53,6 +54,11 @@ std::optional<std::string> DecodePath(std::string_view in) {
     i += 2;
   }
   return out;
+}
+
+// RFC 9110 section 5.6.2: a field name is a token, one or more tchar.
+bool IsTchar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
 }
 
 }  // namespace
@@ -105,13 +111,22 @@ ParsedHead ParseRequestHead(std::string_view head) {
     const std::string_view line = lines[i];
     if (line.empty()) break;
     const auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 || line.front() == ' ' || line.front() == '\t' ||
-        line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+    if (colon == std::string_view::npos || colon == 0) {
       p.error = 400;
       return p;
     }
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = util::Trim(line.substr(colon + 1));
+    // A name that is not a token (a NUL, a space, a control byte) and a value with a NUL or a bare
+    // CR are invalid (RFC 9110 sections 5.1 and 5.5): rejected, not passed on to a handler that
+    // compares names as C strings.
+    bool bad = false;
+    for (char c : name) bad = bad || !IsTchar(c);
+    for (char c : value) bad = bad || c == '\0' || c == '\r';
+    if (bad) {
+      p.error = 400;
+      return p;
+    }
     if (p.req.headers.size() >= 100) {
       p.error = 431;
       return p;

@@ -78,7 +78,7 @@ TEST(Config, EveryBadInputReportedWithPosition) {
   EXPECT_EQ(got[2], f + ":5:23: devices.discovery_interval: invalid duration \"30\": want an integer and a unit "
                         "(ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
   EXPECT_EQ(got[3],
-            f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, discovery_interval)");
+            f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, exclude_unless_included, skip_empty_removable, discovery_interval)");
   EXPECT_EQ(got[4], f + ":7:1: probez: unknown key (known keys: devices, probes)");
 }
 
