@@ -12,9 +12,10 @@
 // one pread each). The device's other facts (identity, queue geometry, scheduler) change only
 // with the medium or an administrator, so they are cached per device and re-read when the device
 // number or size changes, or after kFactsMaxAge.
-// A file that is missing gives an absent series. A failed device discovery fails the collector. A device whose `stat`
-// vanished between discovery and the scrape (unplugged) is skipped silently; any other unreadable `stat` fails the
-// collector.
+// A file that is missing gives an absent series. A failed device discovery fails the collector. A device that
+// vanished between discovery and the scrape (unplugged: its sysfs directory is gone) is skipped silently; a device
+// whose `stat` cannot be read or parsed while it is still there fails the collector and gets
+// diskprobe_block_stat_readable 0 (1 for every device whose counters are exported).
 #include <chrono>
 #include <optional>
 #include <unordered_map>

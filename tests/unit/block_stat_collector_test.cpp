@@ -157,7 +157,38 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   BlockStatCollector c;
   auto out = Collect(c, ScrapeContext{paths, devices});
   EXPECT_EQ(out.result.error, (dir / "block/sdq").string() + "/stat: Is a directory");
-  EXPECT_EQ(out.text, "");
+  EXPECT_EQ(out.text,
+            "# HELP diskprobe_block_stat_readable 1 when the device's sysfs stat was read and understood at this "
+            "scrape, 0 when not (its I/O counters are then absent and the collector fails with the reason).\n"
+            "# TYPE diskprobe_block_stat_readable gauge\n"
+            "diskprobe_block_stat_readable{device=\"sdq\"} 0\n");
+  fs::remove_all(dir);
+}
+
+// A disk that is still there but has no stat file (a driver that does not provide one, a broken
+// sysfs): its counters used to vanish with collector_success 1. Now it fails the collector, and
+// the device's readable gauge is 0 while the other disks' counters stay.
+TEST(BlockStatCollector, MissingStatOfAPresentDiskIsAnErrorState) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("diskprobe-nostat-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "block");
+  fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk0", fs::copy_options::recursive);
+  fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk1", fs::copy_options::recursive);
+  fs::remove(dir / "block/mmcblk1/stat");
+  DeviceList devices = {Device{"mmcblk0", (dir / "block/mmcblk0").string(), 179, 0},
+                        Device{"mmcblk1", (dir / "block/mmcblk1").string(), 179, 8},
+                        Device{"sdx", (dir / "block/sdx").string(), 8, 96}};  // unplugged: silent
+  Paths paths;
+  paths.sysfs = dir.string();
+  BlockStatCollector c;
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_EQ(out.result.error, (dir / "block/mmcblk1").string() + "/stat: No such file or directory");
+  EXPECT_NE(out.text.find("diskprobe_block_stat_readable{device=\"mmcblk0\"} 1\n"), std::string::npos);
+  EXPECT_NE(out.text.find("diskprobe_block_stat_readable{device=\"mmcblk1\"} 0\n"), std::string::npos);
+  EXPECT_EQ(out.text.find("device=\"sdx\""), std::string::npos);
+  EXPECT_NE(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk0\"}"), std::string::npos);
+  EXPECT_EQ(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk1\"}"), std::string::npos);
   fs::remove_all(dir);
 }
 
