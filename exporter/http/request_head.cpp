@@ -44,11 +44,10 @@ std::optional<std::string> DecodePath(std::string_view in) {
       out += in[i];
       continue;
     }
-    if (i + 2 >= in.size() || !std::isxdigit(static_cast<unsigned char>(in[i + 1])) ||
-        !std::isxdigit(static_cast<unsigned char>(in[i + 2])))
-      return std::nullopt;
-    const char hex[3] = {in[i + 1], in[i + 2], 0};
-    const char c = static_cast<char>(std::strtol(hex, nullptr, 16));
+    if (i + 2 >= in.size()) return std::nullopt;
+    const int hi = util::HexDigitValue(in[i + 1]), lo = util::HexDigitValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    const char c = static_cast<char>(hi * 16 + lo);
     if (c == '\0') return std::nullopt;
     out += c;
     i += 2;

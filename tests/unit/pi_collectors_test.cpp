@@ -121,8 +121,9 @@ TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_app_perf_class{device=\"mmcblk0\"}"), "2");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "62277025792");
   EXPECT_NE(
-      t.find("date=\"2019-11\",device=\"mmcblk0\",fwrev=\"0x1\",maker=\"Kingston\",manfid=\"0x9f\",name=\"SD64G\","
-             "oemid=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\",type=\"SD\""),
+      t.find("date=\"2019-11\",device=\"mmcblk0\",ext_csd_rev=\"\",fwrev=\"0x1\",maker=\"unknown\",manfid=\"0x00009f\","
+             "name=\"SD64G\",oemid=\"0x5449\",oemid_ascii=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\","
+             "type=\"SD\""),
       std::string::npos)
       << t;
   EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "0");
@@ -131,6 +132,12 @@ TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
 TEST(Roots, Cm4EmmcWearAndHwmonFallback) {
   Paths p = RootPaths(Fixture("roots/cm4"));
   std::string t = Four().Scrape(p, Devices(p));
+  // The eMMC's identity as sysfs shows it: firmware from fwrev, the EXT_CSD revision as what it is,
+  // the 16-bit oemid (CBX 1, OID 0).
+  EXPECT_NE(t.find("device=\"mmcblk0\",ext_csd_rev=\"0x8\",fwrev=\"0x0300000000000000\",maker=\"Samsung\","
+                   "manfid=\"0x000015\",name=\"BJTD4R\",oemid=\"0x0100\",oemid_ascii=\"\",revision=\"0.8\""),
+            std::string::npos)
+      << t;
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"A\"}"), "1");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"B\"}"), "1");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_pre_eol_info{device=\"mmcblk0\"}"), "1");
