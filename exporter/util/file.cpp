@@ -71,6 +71,12 @@ const char* PseudoFilesystem(std::uint32_t fs_type) {
 
 }  // namespace
 
+std::string PseudoFilesystemOf(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return "";
+  return PseudoFilesystem(static_cast<std::uint32_t>(fs.f_type));
+}
+
 RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes) {
   RegularFileContent out;
   auto cannot = [&](const char* what) {

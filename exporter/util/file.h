@@ -41,6 +41,10 @@ struct RegularFileContent {
 //   "file is larger than <max_bytes> bytes".
 RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes);
 
+// The kernel pseudo-filesystem `path` is on ("procfs", "sysfs", "debugfs" ... as listed for
+// ReadRegularFile), or "" for an ordinary filesystem or when statfs(2) fails. Nothing is opened.
+std::string PseudoFilesystemOf(const std::string& path);
+
 // Reads a sysfs/procfs attribute with a single read(2) of at most 4096 bytes (open, read, close:
 // three system calls). sysfs returns a whole attribute, at most one page, in the first read
 // (Documentation/filesystems/sysfs.rst), so no second read for EOF is needed.

@@ -165,6 +165,20 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   fs::remove_all(dir);
 }
 
+// An eMMC has `rev` (its EXT_CSD revision, 0x8 = eMMC 5.1) and `fwrev` (the firmware): the
+// revision label is the firmware, as for every other disk.
+TEST(BlockStatCollector, EmmcRevisionIsFirmwareNotExtCsdRev) {
+  Paths paths;
+  paths.sysfs = Fixture("roots/cm4/sys");
+  auto cfg = config::LoadDefault().config;
+  DeviceList devices = DiscoverDevices(paths.sysfs, cfg->devices, nullptr);
+  BlockStatCollector c;
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_EQ(testing::FirstLabel(out.text, "diskprobe_block_info", "revision"),  // mmcblk0 sorts first
+            std::optional<std::string>("0x0300000000000000"))
+      << out.text;
+}
+
 // A disk that is still there but has no stat file (a driver that does not provide one, a broken
 // sysfs): its counters used to vanish with collector_success 1. Now it fails the collector, and
 // the device's readable gauge is 0 while the other disks' counters stay.
