@@ -29,7 +29,7 @@ std::string CheckTelemetryPath(const std::string& p) {
   if (p.empty() || p[0] != '/') return "must start with /";
   for (std::size_t i = 0; i < p.size(); ++i) {
     const auto c = static_cast<unsigned char>(p[i]);
-    if (std::isalnum(c) || std::strchr("/-._~", p[i]) != nullptr) continue;
+    if (std::isalnum(c) || (c != 0 && std::strchr("/-._~", p[i]) != nullptr)) continue;
     // Quote the whole character: the bytes of a UTF-8 sequence (lead byte and its continuation
     // bytes), not its first byte alone (half a character in a terminal); a control byte or a
     // stray continuation byte as \xNN.

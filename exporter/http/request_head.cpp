@@ -57,7 +57,8 @@ std::optional<std::string> DecodePath(std::string_view in) {
 
 // RFC 9110 section 5.6.2: a field name is a token, one or more tchar.
 bool IsTchar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+  // (strchr would find a NUL: the terminator of its own string.)
+  return std::isalnum(static_cast<unsigned char>(c)) || (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
 }
 
 }  // namespace

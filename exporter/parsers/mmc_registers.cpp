@@ -218,7 +218,7 @@ std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t m
     for (const auto& row : table) {
       if (row.id != manfid) continue;
       if (row.shared_brands.empty() || (row.pin_oemid && oemid == row.pin_oemid))
-        return Manufacturer{row.name, row.source};
+        return Manufacturer{row.name, row.source, false, {}};
       return Manufacturer{"unknown", row.source, true, row.shared_brands};
     }
     return std::nullopt;
