@@ -178,7 +178,7 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
           log::Warn("mmc card identity suspicious", {{"device", dev.name}, {"why", s}});
       if ((!st.have_card || other_card) && fresh.cid)
         if (auto m = p::LookupManufacturer(fresh.cid->layout, fresh.cid->manfid, fresh.cid->oemid); m && m->shared)
-          log::Info("mmc card manufacturer id is shared by several brands",
+          log::Debug("mmc card manufacturer id is shared by several brands",
                     {{"device", dev.name}, {"manfid", fresh.manfid}, {"oemid", fresh.oemid},
                      {"brands", std::string(m->brands)}});
       st.card = std::move(fresh);
@@ -233,7 +233,8 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
            return static_cast<double>(*c.csd->capacity_bytes);
          });
   Family(out, rows, "diskprobe_mmc_card_cid_suspicions",
-         "Number of counterfeit indicators in the SD card's CID (MID/OEM pairs seen on fakes; reasons in the log).",
+         "Number of counterfeit and white-label indicators in the SD card's CID (MID/OEM pairs seen on fakes, "
+         "placeholder names, revision 0.0, serial 0; reasons in the log).",
          [](const Card& c) -> std::optional<double> {
            if (!c.cid || c.type != "SD") return std::nullopt;
            return static_cast<double>(c.suspicions.size());

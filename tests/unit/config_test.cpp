@@ -39,7 +39,11 @@ TEST(Config, DefaultValues) {
   EXPECT_EQ(c.devices.exclude[0].source, "ram[0-9]+");
   EXPECT_EQ(c.devices.discovery_interval, 30s);
   EXPECT_TRUE(c.devices.Selects("mmcblk0"));
-  EXPECT_TRUE(c.devices.Selects("loop3"));
+  // Loop devices and optical drives only when an include pattern names them.
+  ASSERT_EQ(c.devices.exclude_unless_included.size(), 2u);
+  EXPECT_FALSE(c.devices.Selects("loop3"));
+  EXPECT_FALSE(c.devices.Selects("sr0"));
+  EXPECT_TRUE(c.devices.skip_empty_removable);
   EXPECT_FALSE(c.devices.Selects("zram0"));
   EXPECT_FALSE(c.devices.Selects("ram15"));
   EXPECT_TRUE(c.devices.Selects("ramdisk")) << "patterns are anchored: ram[0-9]+ does not match ramdisk";
