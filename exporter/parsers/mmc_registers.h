@@ -44,9 +44,11 @@ struct Cid {
   std::uint8_t manfid = 0;              // MID
   std::uint16_t oemid = 0;              // OID: 16 bits on SD, 8 bits on MMC
   // What the kernel's sysfs `oemid` shows ("0x%04x"): on SD the 16-bit OID; on MMC bits
-  // [119:104], i.e. (reserved bits, CBX) << 8 | OID. mmc.c decodes 16 bits there; the 8-bit
-  // change of 2023-09 (stable 6.1.59, 6.5.8) was reverted in 2023-11 (6.1.62, 6.6.1) because
-  // it broke the quirk tables, so every kernel except those few releases shows 16 bits.
+  // [119:104], i.e. (reserved bits, CBX) << 8 | OID. mmc.c decodes 16 bits there; an 8-bit
+  // change ("Capture correct oemid-bits for eMMC cards", lore 20230927071500.1791882-1-
+  // avri.altman@wdc.com, also in stable) was reverted in 2023-11 (lore 20231103004220.1666641-1-
+  // asmadeus@codewreck.org) because it broke the quirk tables: only kernels released between the
+  // two show 8 bits.
   std::uint16_t oemid_sysfs = 0;
   std::string oemid_text;               // OID as ASCII when every byte is printable, else ""
   std::string name;                     // PNM raw: 5 chars SD, 6 chars MMC (trailing pad kept)
