@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <string_view>
@@ -26,9 +27,25 @@ class HelpFormatter : public CLI::Formatter {
 
 std::string CheckTelemetryPath(const std::string& p) {
   if (p.empty() || p[0] != '/') return "must start with /";
-  for (char c : p)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && std::strchr("/-._~", c) == nullptr)
-      return std::string("may contain only letters, digits and / - . _ ~, got '") + c + "'";
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (std::isalnum(c) || (c != 0 && std::strchr("/-._~", p[i]) != nullptr)) continue;
+    // Quote the whole character: the bytes of a UTF-8 sequence (lead byte and its continuation
+    // bytes), not its first byte alone (half a character in a terminal); a control byte or a
+    // stray continuation byte as \xNN.
+    std::size_t n = 1;
+    if (c >= 0xc0)
+      while (i + n < p.size() && n < 4 && (static_cast<unsigned char>(p[i + n]) & 0xc0) == 0x80) ++n;
+    std::string shown;
+    if (c >= 0x20 && c != 0x7f && (c < 0x80 || (c >= 0xc0 && n > 1))) {
+      shown = p.substr(i, n);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      shown = buf;
+    }
+    return "may contain only letters, digits and / - . _ ~, got '" + shown + "'";
+  }
   if (p == "/" || p == "/-/healthy" || p == "/-/ready") return p + " is another endpoint";
   // The path is compared with the request's path as sent (RFC 9110 section 4.2.3 leaves
   // normalisation to the server; this one does none), so a path with an empty or dot segment
@@ -107,6 +124,18 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* f) {
       "Subcommand: diskprobe_exporter bench ... runs a one-shot card benchmark "
       "(diskprobe_exporter bench --help).");
 
+  // An empty value ("--web.listen-address ''") is not a value to CLI11: it takes the next argument
+  // instead, so the next flag disappears into the option. Refuse it before parsing, naming both.
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (!a.starts_with("--") || a.find('=') != std::string_view::npos || argv[i + 1][0] != '\0') continue;
+    const CLI::Option* opt = app.get_option_no_throw(std::string(a));
+    if (opt != nullptr && opt->get_type_size() != 0) {
+      std::fprintf(stderr, "%s: empty value (give one, or leave the flag out for its default)\n", argv[i]);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

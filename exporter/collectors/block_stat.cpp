@@ -1,5 +1,8 @@
 #include "collectors/block_stat.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -82,7 +85,11 @@ Facts ReadFacts(const Device& dev, std::optional<unsigned long long> size) {
   f.model = ReadFirst(dir, {"device/model", "device/name"});
   f.vendor = ReadFirst(dir, {"device/vendor"});
   f.serial = ReadFirst(dir, {"device/serial", "serial"});
-  f.revision = ReadFirst(dir, {"device/rev", "device/fwrev", "device/firmware_rev"});
+  // The firmware revision: SCSI `rev`, NVMe `firmware_rev`, SD/eMMC `fwrev`. An eMMC also has a
+  // `rev`, but that is EXT_CSD_REV (the register layout version, 0x8 = eMMC 5.1), not firmware:
+  // an mmc card (it has a `cid`) is read from `fwrev` only.
+  const bool mmc_card = util::ReadAttribute(dir + "/device/cid").ok();
+  f.revision = mmc_card ? ReadFirst(dir, {"device/fwrev"}) : ReadFirst(dir, {"device/rev", "device/firmware_rev"});
   f.read_at = std::chrono::steady_clock::now();
   return f;
 }
@@ -108,17 +115,24 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
   // No device list at all (a wrong --path.sysfs, sysfs not mounted) is a failure, not "no disks".
   std::string failure = ctx.discovery_error;
   const auto now = std::chrono::steady_clock::now();
+  // Devices whose stat could not be read or parsed while the device is still there: their
+  // counters are absent, and diskprobe_block_stat_readable says so (0) next to the failure.
+  std::vector<const Device*> unreadable;
   for (const Device& dev : ctx.devices) {
     const std::string& dir = dev.sysfs_path;
     util::FileContent statf = files_.Read(dir + "/stat");
     if (!statf.ok()) {
-      if (statf.error != ENOENT && statf.error != ENODEV && failure.empty())
-        failure = dir + "/stat: " + std::strerror(statf.error);
+      // Unplugged since discovery: its directory went with it. Anything else is an error.
+      struct stat st {};
+      if ((statf.error == ENOENT || statf.error == ENODEV) && ::stat(dir.c_str(), &st) != 0) continue;
+      if (failure.empty()) failure = dir + "/stat: " + std::strerror(statf.error);
+      unreadable.push_back(&dev);
       continue;
     }
     auto stat = parsers::ParseBlockStat(statf.text);
     if (!stat) {
       if (failure.empty()) failure = dir + "/stat: unrecognised format";
+      unreadable.push_back(&dev);
       continue;
     }
     DeviceData d{&dev, *stat, ParseU64(files_.Read(dir + "/size")), ParseU64(files_.Read(dir + "/ro")), nullptr};
@@ -201,6 +215,18 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
   Family(out, data, "diskprobe_block_physical_block_size_bytes",
          "Smallest unit the device writes without read-modify-write (sysfs queue/physical_block_size).", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.facts->physical_bs); });
+
+  out.Family("diskprobe_block_stat_readable",
+             "1 when the device's sysfs stat was read and understood at this scrape, 0 when not (its I/O counters "
+             "are then absent and the collector fails with the reason).",
+             MetricType::Gauge);
+  {
+    std::vector<std::pair<std::string_view, double>> rows;
+    for (const auto& d : data) rows.emplace_back(d.dev->name, 1);
+    for (const Device* d : unreadable) rows.emplace_back(d->name, 0);
+    std::sort(rows.begin(), rows.end());
+    for (const auto& [name, v] : rows) out.Sample({{"device", name}}, v);
+  }
 
   out.Family("diskprobe_block_info", "Identity of a monitored block device; value 1. Empty label: sysfs does not say.",
              MetricType::Gauge);

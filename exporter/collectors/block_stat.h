@@ -6,13 +6,16 @@
 //   <sysfs>/block/<dev>/{size,ro,removable}       size in 512-byte sectors, flags
 //   <sysfs>/block/<dev>/queue/{rotational,logical_block_size,physical_block_size,scheduler}
 //   <sysfs>/block/<dev>/device/{model,name,vendor,rev,fwrev,firmware_rev,serial}, <dev>/serial
+//     revision: `rev` (SCSI), `firmware_rev` (NVMe), `fwrev` for SD/eMMC (an eMMC's `rev` is its
+//     EXT_CSD revision, exported by mmc_card as ext_csd_rev)
 // stat, size and ro are read at every scrape, from descriptors kept open (util::SysfsAttributes:
 // one pread each). The device's other facts (identity, queue geometry, scheduler) change only
 // with the medium or an administrator, so they are cached per device and re-read when the device
 // number or size changes, or after kFactsMaxAge.
-// A file that is missing gives an absent series. A failed device discovery fails the collector. A device whose `stat`
-// vanished between discovery and the scrape (unplugged) is skipped silently; any other unreadable `stat` fails the
-// collector.
+// A file that is missing gives an absent series. A failed device discovery fails the collector. A device that
+// vanished between discovery and the scrape (unplugged: its sysfs directory is gone) is skipped silently; a device
+// whose `stat` cannot be read or parsed while it is still there fails the collector and gets
+// diskprobe_block_stat_readable 0 (1 for every device whose counters are exported).
 #include <chrono>
 #include <optional>
 #include <unordered_map>

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "util/file.h"
 #include "util/strings.h"
@@ -56,12 +57,16 @@ Card ReadCard(const std::string& devdir, const std::string& cid_raw) {
 
   std::optional<unsigned> ext_csd_rev;
   if (layout == p::CardLayout::kMmc) {
-    std::string rev = Trimmed(dir, "rev");
-    if (!rev.empty()) ext_csd_rev = static_cast<unsigned>(std::strtoul(rev.c_str(), nullptr, 16));
+    c.ext_csd_rev = Trimmed(dir, "rev");
+    ext_csd_rev = util::ParseHex<unsigned>(c.ext_csd_rev);
   }
+  c.manfid = Trimmed(dir, "manfid");
+  c.oemid = Trimmed(dir, "oemid");
   if (auto r = p::DecodeCid(cid_raw, layout, ext_csd_rev)) {
     c.cid = *r;
     c.suspicions = p::CidSuspicions(*r);
+    if (c.manfid.empty()) c.manfid = Hex(r->manfid, 6);
+    if (c.oemid.empty()) c.oemid = Hex(r->oemid_sysfs, 4);
   } else {
     c.rejected["cid"] = r.error;
   }
@@ -171,6 +176,11 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
       if ((!st.have_card || other_card) && !fresh.suspicions.empty())
         for (const auto& s : fresh.suspicions)
           log::Warn("mmc card identity suspicious", {{"device", dev.name}, {"why", s}});
+      if ((!st.have_card || other_card) && fresh.cid)
+        if (auto m = p::LookupManufacturer(fresh.cid->layout, fresh.cid->manfid, fresh.cid->oemid); m && m->shared)
+          log::Debug("mmc card manufacturer id is shared by several brands",
+                    {{"device", dev.name}, {"manfid", fresh.manfid}, {"oemid", fresh.oemid},
+                     {"brands", std::string(m->brands)}});
       st.card = std::move(fresh);
       st.have_card = true;
     }
@@ -179,12 +189,13 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
   }
 
   out.Family("diskprobe_mmc_card_info",
-             "Identity of the SD card or eMMC from its CID (and SCR for sd_spec); value 1. Empty label: "
-             "not known or register rejected.",
+             "Identity of the SD card or eMMC from its CID (and SCR for sd_spec); value 1. manfid, oemid, fwrev "
+             "and ext_csd_rev (eMMC EXT_CSD_REV) as sysfs shows them; maker unknown for a MID several brands use. "
+             "Empty label: not known or register rejected.",
              MetricType::Gauge);
   for (const auto& r : rows) {
     const Card& c = *r.card;
-    std::string date, maker, manfid, name, oemid, revision, serial, spec;
+    std::string date, maker, name, oemid_ascii, revision, serial, spec;
     if (c.cid) {
       const p::Cid& id = *c.cid;
       const p::CardLayout layout = id.layout;
@@ -193,21 +204,22 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
         std::snprintf(buf, sizeof buf, "%04u-%02u", id.year, id.month);
         date = buf;
       }
-      if (auto m = p::LookupManufacturer(layout, id.manfid)) maker = std::string(m->name);
-      manfid = Hex(id.manfid, 2);
+      if (auto m = p::LookupManufacturer(layout, id.manfid, id.oemid)) maker = std::string(m->name);
       name = CleanName(id.name);
-      oemid = !id.oemid_text.empty() ? id.oemid_text : Hex(id.oemid, layout == p::CardLayout::kSd ? 4 : 2);
+      oemid_ascii = id.oemid_text;
       revision = std::to_string(id.prv_major) + "." + std::to_string(id.prv_minor);
       serial = Hex(id.serial, 8);
     }
     if (c.scr && c.scr->spec_version) spec = *c.scr->spec_version;
     out.Sample({{"date", date},
                 {"device", *r.device},
+                {"ext_csd_rev", c.ext_csd_rev},
                 {"fwrev", c.fwrev},
                 {"maker", maker},
-                {"manfid", manfid},
+                {"manfid", c.manfid},
                 {"name", name},
-                {"oemid", oemid},
+                {"oemid", c.oemid},
+                {"oemid_ascii", oemid_ascii},
                 {"revision", revision},
                 {"sd_spec", spec},
                 {"serial", serial},
@@ -221,7 +233,8 @@ CollectResult MmcCardCollector::Collect(const ScrapeContext& ctx, FamilySink& ou
            return static_cast<double>(*c.csd->capacity_bytes);
          });
   Family(out, rows, "diskprobe_mmc_card_cid_suspicions",
-         "Number of counterfeit indicators in the SD card's CID (MID/OEM pairs seen on fakes; reasons in the log).",
+         "Number of counterfeit and white-label indicators in the SD card's CID (MID/OEM pairs seen on fakes, "
+         "placeholder names, revision 0.0, serial 0; reasons in the log).",
          [](const Card& c) -> std::optional<double> {
            if (!c.cid || c.type != "SD") return std::nullopt;
            return static_cast<double>(c.suspicions.size());

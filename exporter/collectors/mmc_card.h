@@ -2,8 +2,16 @@
 // mmc_card: identity, capacity, class and wear of the SD card or eMMC behind each mmcblkN.
 //
 // Sources: <sysfs>/block/mmcblkN/device/ (kernel drivers/mmc/core/{sd,mmc,bus}.c attributes):
-//   type (SD, MMC), cid, csd, scr, ssr (SD), rev (eMMC EXT_CSD_REV), fwrev, life_time and
-//   pre_eol_info (eMMC 5.0+), and <sysfs>/block/mmcblkN/size for the capacity cross-check.
+//   type (SD, MMC), cid, csd, scr, ssr (SD), rev (eMMC EXT_CSD_REV), fwrev, manfid, oemid,
+//   life_time and pre_eol_info (eMMC 5.0+), and <sysfs>/block/mmcblkN/size for the capacity
+//   cross-check. manfid, oemid, fwrev and rev are reported as sysfs shows them:
+//     fwrev  SD: CID PRV minor nibble, "0x%x". eMMC: EXT_CSD_REV < 7 (before eMMC 5.0) the CID
+//            field ("0x%x"; 0 for MMC 2.0+ CIDs, which have none), else the 8-byte EXT_CSD
+//            FIRMWARE_VERSION as 16 hex digits ("0x%*phN": "0x0300000000000000").
+//     rev    eMMC only: EXT_CSD_REV ("0x%x": 0x8 = eMMC 5.1), the register layout, not firmware.
+//     oemid  "0x%04x": SD the 2-character OID; eMMC CID bits [119:104] (CBX and OID).
+//     manfid "0x%06x".
+//   When an attribute is missing they are derived from the CID in the same format.
 //   Decoding: parsers/mmc_registers.h (SD Physical Layer Simplified Spec, JESD84-B51).
 // Only whole cards (mmcblkN) are read; the boot and RPMB areas (mmcblkNbootM, mmcblkNrpmb) are the
 // same card. The registers are read by the kernel when the card is initialised and cannot change
@@ -31,7 +39,10 @@ class MmcCardCollector : public Collector {
   struct Card {
     std::string cid_raw;  // trimmed sysfs cid: the cache key
     std::string type;     // sysfs type: "SD", "MMC"
-    std::string fwrev;
+    std::string fwrev;        // sysfs fwrev as shown
+    std::string ext_csd_rev;  // sysfs rev as shown (eMMC), "" on SD
+    std::string manfid;       // sysfs manfid as shown, else from the CID
+    std::string oemid;        // sysfs oemid as shown, else from the CID
     std::optional<parsers::Cid> cid;
     std::optional<parsers::Csd> csd;
     std::optional<parsers::Scr> scr;

@@ -163,9 +163,12 @@ void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
   if (!root.IsDefined() || root.IsNull()) return;
   if (root["probes"].IsDefined()) ApplyProbes(root["probes"], r, &cfg->probes);
   const YAML::Node devices = root["devices"];
-  if (r.CheckMap(devices, "devices", {"include", "exclude", "discovery_interval"})) {
+  if (r.CheckMap(devices, "devices", {"include", "exclude", "exclude_unless_included", "skip_empty_removable",
+                                          "discovery_interval"})) {
     r.ReadPatterns(devices, "devices", "include", &cfg->devices.include);
     r.ReadPatterns(devices, "devices", "exclude", &cfg->devices.exclude);
+    r.ReadPatterns(devices, "devices", "exclude_unless_included", &cfg->devices.exclude_unless_included);
+    r.ReadBool(devices, "devices", "skip_empty_removable", &cfg->devices.skip_empty_removable);
     r.ReadDuration(devices, "devices", "discovery_interval", &cfg->devices.discovery_interval, milliseconds(1000),
                    std::chrono::hours(24));
   }
@@ -208,11 +211,14 @@ std::vector<std::string> ProbesConfig::WriteDirectories() const {
 }
 
 bool DevicesConfig::Selects(std::string_view name) const {
-  bool included = include.empty();
-  for (const auto& p : include) included = included || p.FullMatch(name);
-  if (!included) return false;
+  bool named = false;
+  for (const auto& p : include) named = named || p.FullMatch(name);
+  if (!include.empty() && !named) return false;
   for (const auto& p : exclude)
     if (p.FullMatch(name)) return false;
+  if (!named)
+    for (const auto& p : exclude_unless_included)
+      if (p.FullMatch(name)) return false;
   return true;
 }
 

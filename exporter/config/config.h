@@ -20,9 +20,15 @@ inline constexpr const char* kDefaultConfigName = "<embedded config/default.yml>
 struct DevicesConfig {
   std::vector<Pattern> include;  // empty: every whole disk
   std::vector<Pattern> exclude;
+  // Excluded unless an include pattern matches the name (loop devices, optical drives).
+  std::vector<Pattern> exclude_unless_included;
+  // Skip removable devices (sysfs removable 1) whose size is 0: no medium.
+  bool skip_empty_removable = true;
   std::chrono::milliseconds discovery_interval{0};
 
-  // True when a whole disk named `name` is to be monitored under these filters.
+  // True when a whole disk named `name` is to be monitored under these filters: include empty
+  // or matching, no exclude matching, and no exclude_unless_included matching unless an include
+  // pattern matched.
   bool Selects(std::string_view name) const;
 };
 

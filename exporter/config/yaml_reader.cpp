@@ -3,20 +3,21 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
-#include <charconv>
 #include <cstdio>
 #include <algorithm>
 #include <limits>
 #include <set>
 #include <sstream>
 
+#include "util/strings.h"
+
 namespace diskprobe::config {
 namespace {
 
 bool ToU64(std::string_view t, std::uint64_t* v) {
-  if (t.empty()) return false;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v, 10);
-  return ec == std::errc() && p == t.data() + t.size();
+  auto n = util::ParseNumber<std::uint64_t>(t);
+  if (n) *v = *n;
+  return n.has_value();
 }
 
 bool MulOverflows(std::uint64_t a, std::uint64_t b) {
@@ -419,6 +420,14 @@ bool YamlReader::CheckMap(const YAML::Node& node, const std::string& path, std::
       continue;
     }
     const std::string key = k.Scalar();
+    // YAML 1.1 merge keys are not part of YAML 1.2, and yaml-cpp reads "<<" as an ordinary key:
+    // say so rather than call it unknown. An anchor and alias for a whole value works.
+    if (key == "<<") {
+      Fail(k, Join(path, key),
+           "YAML merge keys (<<: *anchor) are not supported: write the keys out, or alias a whole value "
+           "(key: *anchor)");
+      continue;
+    }
     if (!seen.insert(key).second) {
       Fail(k, Join(path, key), "duplicate key");
       continue;
@@ -526,9 +535,9 @@ void YamlReader::ReadRatio(const YAML::Node& map, const std::string& path, const
   YAML::Node v = Scalar(map, path, key, "a number from 0 to 1");
   if (!v.IsDefined()) return;
   const std::string& s = v.Scalar();
-  double d = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-  if (ec != std::errc() || p != s.data() + s.size() || !(d >= 0 && d <= 1)) {
+  const std::optional<double> parsed = util::ParseNumber<double>(s);
+  const double d = parsed.value_or(-1);
+  if (!parsed || !(d >= 0 && d <= 1)) {
     Fail(v, Join(path, key), "must be a number from 0 to 1 (a fraction: 0.5 = 50 %), got \"" + s + "\"");
     return;
   }

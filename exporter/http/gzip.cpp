@@ -4,7 +4,6 @@
 #include <strings.h>
 
 #include <algorithm>
-#include <charconv>
 #include <mutex>
 
 #include "util/strings.h"
@@ -26,10 +25,9 @@ double Weight(std::string_view params) {
     std::string_view p = util::Trim(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view{} : params.substr(semi + 1);
     if (p.size() < 2 || (p[0] != 'q' && p[0] != 'Q') || p[1] != '=') continue;
-    std::string_view v = util::Trim(p.substr(2));
-    const char* end = v.data() + v.size();
-    auto [ptr, ec] = std::from_chars(v.data(), end, q);
-    if (ec != std::errc() || ptr != end || !(q >= 0 && q <= 1)) return -1;
+    const std::optional<double> v = util::ParseNumber<double>(util::Trim(p.substr(2)));
+    if (!v || !(*v >= 0 && *v <= 1)) return -1;
+    q = *v;
   }
   return q;
 }

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 #include "util/strings.h"
 
@@ -43,16 +44,21 @@ std::optional<std::string> DecodePath(std::string_view in) {
       out += in[i];
       continue;
     }
-    if (i + 2 >= in.size() || !std::isxdigit(static_cast<unsigned char>(in[i + 1])) ||
-        !std::isxdigit(static_cast<unsigned char>(in[i + 2])))
-      return std::nullopt;
-    const char hex[3] = {in[i + 1], in[i + 2], 0};
-    const char c = static_cast<char>(std::strtol(hex, nullptr, 16));
+    if (i + 2 >= in.size()) return std::nullopt;
+    const int hi = util::HexDigitValue(in[i + 1]), lo = util::HexDigitValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    const char c = static_cast<char>(hi * 16 + lo);
     if (c == '\0') return std::nullopt;
     out += c;
     i += 2;
   }
   return out;
+}
+
+// RFC 9110 section 5.6.2: a field name is a token, one or more tchar.
+bool IsTchar(char c) {
+  // (strchr would find a NUL: the terminator of its own string.)
+  return std::isalnum(static_cast<unsigned char>(c)) || (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
 }
 
 }  // namespace
@@ -105,13 +111,22 @@ ParsedHead ParseRequestHead(std::string_view head) {
     const std::string_view line = lines[i];
     if (line.empty()) break;
     const auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 || line.front() == ' ' || line.front() == '\t' ||
-        line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+    if (colon == std::string_view::npos || colon == 0) {
       p.error = 400;
       return p;
     }
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = util::Trim(line.substr(colon + 1));
+    // A name that is not a token (a NUL, a space, a control byte) and a value with a NUL or a bare
+    // CR are invalid (RFC 9110 sections 5.1 and 5.5): rejected, not passed on to a handler that
+    // compares names as C strings.
+    bool bad = false;
+    for (char c : name) bad = bad || !IsTchar(c);
+    for (char c : value) bad = bad || c == '\0' || c == '\r';
+    if (bad) {
+      p.error = 400;
+      return p;
+    }
     if (p.req.headers.size() >= 100) {
       p.error = 431;
       return p;

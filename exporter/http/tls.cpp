@@ -100,22 +100,29 @@ bool LoadOpenSslCompat(std::string* error) {
   return false;
 }
 
+namespace {
+
+// The compat library names the key first ("key_file \"...\": ..."): put its place in the web
+// config in front, as every other web config error has (file:line:col: path: message), on the
+// first load and on every reload alike.
+std::string WithPlace(const TlsServerConfig& tls, const char* err) {
+  const std::string_view e = err;
+  const std::pair<std::string_view, const std::string*> keys[] = {{"cert_file ", &tls.cert_file_at},
+                                                                  {"key_file ", &tls.key_file_at},
+                                                                  {"client_ca_file ", &tls.client_ca_file_at}};
+  for (const auto& [key, at] : keys)
+    if (e.substr(0, key.size()) == key && !at->empty()) return *at + ": " + std::string(e.substr(key.size()));
+  return std::string(e);
+}
+
+}  // namespace
+
 void* MakeSslContext(const TlsServerConfig& tls, std::string* error) {
   if (!LoadOpenSslCompat(error)) return nullptr;
   const diskprobe_tls_options opts = ToOptions(tls);
   char err[1024] = "";
   void* ctx = g_ssl_ctx_new(&opts, err, sizeof err);
-  if (ctx == nullptr) {
-    // The compat library names the key first ("key_file \"...\": ..."): put its place in the web
-    // config in front, as every other web config error has (file:line:col: path: message).
-    const std::string_view e = err;
-    const std::pair<std::string_view, const std::string*> keys[] = {{"cert_file ", &tls.cert_file_at},
-                                                                    {"key_file ", &tls.key_file_at},
-                                                                    {"client_ca_file ", &tls.client_ca_file_at}};
-    *error = err;
-    for (const auto& [key, at] : keys)
-      if (e.substr(0, key.size()) == key && !at->empty()) *error = *at + ": " + std::string(e.substr(key.size()));
-  }
+  if (ctx == nullptr) *error = WithPlace(tls, err);
   return ctx;
 }
 
@@ -124,7 +131,7 @@ bool ReloadSslContext(void* ctx, const TlsServerConfig& tls, std::string* error)
   const diskprobe_tls_options opts = ToOptions(tls);
   char err[1024] = "";
   if (g_ssl_ctx_reload(ctx, &opts, err, sizeof err) == 0) return true;
-  *error = err;
+  *error = WithPlace(tls, err);
   return false;
 }
 

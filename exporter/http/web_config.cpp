@@ -91,6 +91,11 @@ std::string ReadFilePath(YamlReader& r, const YAML::Node& map, const std::string
     r.Fail(v, p, "cannot read \"" + file + "\": not a regular file");
     return "";
   }
+  // Regular to stat(2), but reading it is an operation (/proc/kmsg hands out syslog records once).
+  if (const std::string pseudo = util::PseudoFilesystemOf(file); !pseudo.empty()) {
+    r.Fail(v, p, "cannot read \"" + file + "\": not a regular file (a " + pseudo + " file; not read)");
+    return "";
+  }
   return file;
 }
 

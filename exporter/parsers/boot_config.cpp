@@ -47,6 +47,21 @@ std::optional<std::string> SdOverlayParam(std::string_view name) {
   return std::nullopt;
 }
 
+// Parameters the firmware's device-tree code treats as booleans: a bare name means on, and
+// on/true/yes/okay/1 and off/false/no/0 are the same settings spelt differently (overlays README,
+// "Boolean parameters"). Normalised so that one setting has one label value.
+bool IsBooleanSdParam(std::string_view key) {
+  return key == "sd_poll_once" || key == "sd_debug" || key == "sd_force_pio" || key == "sd_cqe";
+}
+
+std::optional<std::string_view> NormaliseBoolean(std::string_view v) {
+  std::string lower;
+  for (char c : util::Trim(v)) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (lower == "on" || lower == "true" || lower == "yes" || lower == "okay" || lower == "1") return "on";
+  if (lower == "off" || lower == "false" || lower == "no" || lower == "0") return "off";
+  return std::nullopt;
+}
+
 bool IsSdOverlay(std::string_view name) { return name == "sdhost" || name == "sdtweak"; }
 
 bool IsSdTopLevel(std::string_view key) {
@@ -76,12 +91,41 @@ std::vector<std::pair<std::string, std::string>> SplitParams(std::string_view s)
   return out;
 }
 
+// Setting names are identifiers with an optional ":N" port suffix ("hdmi_mode:0") and the
+// occasional dot or dash in third-party keys.
+bool IsKeyChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '-' || c == '.';
+}
+
+// A diagnostic quotes the line; control bytes and bytes above 0x7e are written as \xNN so a
+// binary file cannot put raw bytes into a log line.
+std::string Printable(std::string_view s) {
+  static constexpr std::size_t kMax = 80;
+  std::string out;
+  for (char ch : s.substr(0, kMax)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(ch);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  if (s.size() > kMax) out += "...";
+  return out;
+}
+
 class Evaluator {
  public:
   Evaluator(const BootConfigInput& in, BootConfig& out) : in_(in), out_(out) {}
 
   void Run(std::string_view text, const std::string& file, unsigned depth) {
     out_.files.push_back(file);
+    // Editors on Windows save a UTF-8 byte order mark; left in place it becomes part of the
+    // first line's key and that setting is lost.
+    if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
     total_bytes_ += text.size();
     stack_.push_back(file);
     unsigned lineno = 0;
@@ -104,6 +148,8 @@ class Evaluator {
         Header(std::string(l.substr(1, close - 1)), where);
         return;
       }
+      Diag("unparsed_line", "section header without ']': \"" + Printable(l) + "\"", where);
+      return;
     }
     const Tri applies = filters_.Applies();
     if (applies == Tri::kNo) return;
@@ -125,16 +171,20 @@ class Evaluator {
         out_.settings["initramfs"] = std::string(util::Trim(l.substr(10)));
         return;
       }
-      Diag("unparsed_line", "no '=' in \"" + std::string(l) + "\"", where);
+      Diag("unparsed_line", "no '=' in \"" + Printable(l) + "\"", where);
       return;
     }
     const std::string key(util::Trim(l.substr(0, eq)));
     const std::string value(l.substr(eq + 1));
+    if (key.empty() || !std::all_of(key.begin(), key.end(), IsKeyChar)) {
+      Diag("unparsed_line", "not a setting name: \"" + Printable(key) + "\"", where);
+      return;
+    }
     if (key == "dtoverlay") Overlay(value, where);
     else if (key == "dtparam") Dtparam(value, where);
     else {
       out_.settings[key] = value;
-      if (IsSdTopLevel(key)) out_.sd_settings[key] = value;
+      if (IsSdTopLevel(key)) SdSetting(key, value, where);
     }
   }
 
@@ -263,6 +313,21 @@ class Evaluator {
   }
 
   void SdSetting(const std::string& k, const std::string& v, const BootConfigLocation& where) {
+    if (IsBooleanSdParam(k)) {
+      auto b = NormaliseBoolean(v);
+      // sd_cqe is a tri-state on the Pi 5 (0 off, 1 known-good A2 cards, 2 every A2 card: overlays
+      // README): 0 and 1 are the boolean spellings, any other integer is kept as written.
+      if (!b && k == "sd_cqe" && util::ParseNumber<unsigned>(util::Trim(v))) {
+        out_.sd_settings[k] = std::string(util::Trim(v));
+        return;
+      }
+      if (!b) {
+        Diag("bad_value", k + "=" + Printable(v) + ": not a boolean (on/off, yes/no, true/false, 1/0)", where);
+        return;
+      }
+      out_.sd_settings[k] = std::string(*b);
+      return;
+    }
     out_.sd_settings[k] = v;
     if (k == "sd_overclock") sd_overclock_where_ = where;
   }

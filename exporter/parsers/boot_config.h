@@ -42,6 +42,16 @@
 //     filter replaces it, `[all]` resets it).
 //   * Values are kept verbatim (the format has no quoting and no trailing
 //     comments); a bare dtparam/overlay param name is recorded as "on".
+//     In sd_settings the boolean SD dtparams (sd_poll_once, sd_debug,
+//     sd_force_pio, sd_cqe, and the overlay spellings of the first three)
+//     are normalised to "on"/"off" from on/true/yes/okay/1 and
+//     off/false/no/0 in any case (overlays README, "Boolean parameters");
+//     any other value is a "bad_value" diagnostic and the setting is not
+//     recorded.
+//   * A UTF-8 byte order mark at the start of any file is skipped; CRLF line
+//     ends are accepted. A "[" line without "]" and a key that is not a
+//     setting name (letters, digits, "_", ":", "-", ".") are
+//     "unparsed_line" diagnostics, quoted with non-printable bytes as \xNN.
 #pragma once
 
 #include <cstdint>

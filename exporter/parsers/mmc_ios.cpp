@@ -117,6 +117,21 @@ ParseResult<MmcIos> ParseMmcIos(std::string_view text) {
     else ios.unparsed_lines.emplace_back(raw);
   }
   if (!any) return ParseResult<MmcIos>::Fail("ios: no recognised line");
+  // mmc_ios_show() prints these seven lines on every kernel (signal voltage and driver type came
+  // later; actual clock only when the driver sets it). Without one of them the file was cut off
+  // or is not an ios file: a partial reading would pass for the card's state.
+  std::string missing;
+  auto need = [&missing](bool have, const char* key) {
+    if (!have) missing += std::string(missing.empty() ? "" : ", ") + "'" + key + "'";
+  };
+  need(ios.clock_hz.has_value(), "clock");
+  need(ios.vdd_code.has_value(), "vdd");
+  need(ios.bus_mode.has_value(), "bus mode");
+  need(ios.chip_select.has_value(), "chip select");
+  need(ios.power_mode.has_value(), "power mode");
+  need(ios.bus_width_code.has_value(), "bus width");
+  need(ios.timing_code.has_value(), "timing spec");
+  if (!missing.empty()) return ParseResult<MmcIos>::Fail("ios: incomplete, no " + missing + " line");
   return ParseResult<MmcIos>::Ok(std::move(ios));
 }
 

@@ -47,8 +47,11 @@ struct MmcIos {
 };
 
 // Parse the whole file. Tabs or spaces after the colon, trailing whitespace
-// and CRLF are accepted. Error only when no known line was found at all
-// (empty file, wrong file); partial content gives a partial struct.
+// and CRLF are accepted. Errors: no known line at all (empty file, wrong file),
+// "ios: no recognised line"; or one of the lines every kernel prints (clock,
+// vdd, bus mode, chip select, power mode, bus width, timing spec) missing or
+// malformed, "ios: incomplete, no 'vdd', ... line" (a file cut off: not a
+// reading). Signal voltage, driver type and actual clock may be absent.
 ParseResult<MmcIos> ParseMmcIos(std::string_view text);
 
 // Kernel name for a timing code (debugfs.c switch), nullopt for unknown codes.

@@ -14,24 +14,30 @@ namespace {
 constexpr std::string_view kMmcUtils = "mmc-utils lsmmc.c (sd_database/mmc_database)";
 constexpr std::string_view kSbcBench = "sbc-bench results/SD-cards-with-low-serial-numbers.md";
 
+constexpr std::string_view kIronsheep = "ironsheep/P2-uSD-FS DOCs/cards (card register notes)";
+
 struct ManufacturerRow {
   std::uint8_t id;
   std::string_view name;
   std::string_view source;
+  // Shared MIDs: the brands documented for the ID; `name` then applies only with `pin_oemid`.
+  std::string_view shared_brands = {};
+  std::optional<std::uint16_t> pin_oemid = std::nullopt;
 };
 
 // SD card MIDs (SD-3C assignments, no official public list). Rows and their
 // disagreements are collected in tests/fixtures/samples/cid/00-sd-manufacturer-id-table.txt.
 constexpr std::array<ManufacturerRow, 24> kSdManufacturers{{
     {0x01, "Panasonic", kMmcUtils},
-    {0x02, "Toshiba", "mmc-utils lsmmc.c (\"Toshiba/Kingston/Viking\"); sbc-bench (OEM \"TM\")"},
+    {0x02, "Toshiba", "mmc-utils lsmmc.c (\"Toshiba/Kingston/Viking\"); sbc-bench (genuine Toshiba: OEM \"TM\")",
+     "Toshiba/Kingston/Viking", 0x544d},
     {0x03, "SanDisk", "kernel card.h CID_MANFID_SANDISK_SD; mmc-utils lsmmc.c"},
     {0x08, "Silicon Power", kMmcUtils},
     {0x12, "Gigastone", "kernel card.h CID_MANFID_GIGASTONE (sbc-bench: common counterfeit MID)"},
     {0x18, "Infineon", kMmcUtils},
     {0x1b, "Samsung", "kernel card.h CID_MANFID_SAMSUNG_SD; mmc-utils (\"Transcend/Samsung\")"},
     {0x1c, "Transcend", kMmcUtils},
-    {0x1d, "ADATA", "mmc-utils lsmmc.c (\"Corsair/AData\"); sbc-bench (OEM \"AD\")"},
+    {0x1d, "ADATA", "mmc-utils lsmmc.c (\"Corsair/AData\"); sbc-bench (ADATA: OEM \"AD\")", "ADATA/Corsair", 0x4144},
     {0x1e, "Transcend", kMmcUtils},
     {0x1f, "Kingston", kMmcUtils},
     {0x27, "Phison", "sbc-bench (OEM \"PH\", many brands); mmc-utils (\"Delkin/Phison\")"},
@@ -44,9 +50,14 @@ constexpr std::array<ManufacturerRow, 24> kSdManufacturers{{
     {0x6f, "STMicroelectronics", "mmc-utils lsmmc.c (sbc-bench: OEM 0x0013 \"SMI\" counterfeit pattern)"},
     {0x74, "Transcend", "mmc-utils lsmmc.c; usbsdmux CID decoder"},
     {0x76, "Patriot", kMmcUtils},
-    {0x82, "Sony", "mmc-utils lsmmc.c (\"Gobe/Sony\")"},
+    {0x82, "Sony", "mmc-utils lsmmc.c (\"Gobe/Sony\")", "Sony/Gobe"},
     {0x9c, "Angelbird/Hoodman", "cameramemoryspeed.com-derived tables (OEM \"SO\"); not in mmc-utils or kernel"},
-    {0x9f, "Kingston", "kernel card.h CID_MANFID_KINGSTON_SD (also white-label OEM \"TI\", ironsheep/P2-uSD-FS)"},
+    // The kernel names 0x9F CID_MANFID_KINGSTON_SD (a Kingston Canvas SD64G carries it), but the same
+    // MID and OEM "TI" are on Gigastone, Amazon, Kodak, Micro Center and Silicon Power cards and on
+    // "00000"-named white-label cards: the OEM ID does not tell them apart.
+    {0x9f, "Kingston",
+     "kernel card.h CID_MANFID_KINGSTON_SD; ironsheep/P2-uSD-FS (shared OEM); sbc-bench (\"00000\"/\"ASTC\" cards)",
+     "Kingston/Gigastone/Amazon/Kodak/Micro Center/Silicon Power"},
 }};
 
 // eMMC MIDs (JEDEC JEP106-independent CID space).
@@ -156,6 +167,7 @@ ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout, std::optiona
   std::vector<std::uint8_t> oid_bytes;
   if (layout == CardLayout::kSd) {
     c.oemid = static_cast<std::uint16_t>(Bits(r, 119, 104));
+    c.oemid_sysfs = c.oemid;
     oid_bytes = {r[1], r[2]};
     for (unsigned i = 3; i <= 7; ++i) c.name.push_back(static_cast<char>(r[i]));
     c.prv = r[8];
@@ -165,6 +177,7 @@ ParseResult<Cid> DecodeCid(std::string_view hex, CardLayout layout, std::optiona
   } else {
     c.mmc_cbx = static_cast<std::uint8_t>(Bits(r, 113, 112));
     c.oemid = static_cast<std::uint16_t>(Bits(r, 111, 104));
+    c.oemid_sysfs = static_cast<std::uint16_t>(Bits(r, 119, 104));
     oid_bytes = {r[2]};
     for (unsigned i = 3; i <= 8; ++i) c.name.push_back(static_cast<char>(r[i]));
     c.prv = r[9];
@@ -199,10 +212,15 @@ ParseResult<std::string> RealignPi5BootloaderCid(std::string_view line) {
   return ParseResult<std::string>::Ok(std::move(out));
 }
 
-std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid) {
-  auto find = [manfid](const auto& table) -> std::optional<Manufacturer> {
-    for (const auto& row : table)
-      if (row.id == manfid) return Manufacturer{row.name, row.source};
+std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid,
+                                               std::optional<std::uint16_t> oemid) {
+  auto find = [manfid, oemid](const auto& table) -> std::optional<Manufacturer> {
+    for (const auto& row : table) {
+      if (row.id != manfid) continue;
+      if (row.shared_brands.empty() || (row.pin_oemid && oemid == row.pin_oemid))
+        return Manufacturer{row.name, row.source, false, {}};
+      return Manufacturer{"unknown", row.source, true, row.shared_brands};
+    }
     return std::nullopt;
   };
   return layout == CardLayout::kSd ? find(kSdManufacturers) : find(kMmcManufacturers);
@@ -215,6 +233,20 @@ std::vector<std::string> CidSuspicions(const Cid& cid) {
     out.emplace_back("OEM \"42\" with MID other than 0x41 (" + std::string(kSbcBench) + ")");
   if (cid.manfid == 0x00 || cid.manfid == 0x12 || cid.manfid == 0xfe)
     out.emplace_back("MID commonly seen on counterfeit SD cards (" + std::string(kSbcBench) + ")");
+  std::string name;
+  for (char ch : cid.name)
+    if (ch != '\0' && ch != ' ') name.push_back(ch);
+  if (name == "00000" || name == "ASTC" || name == "SMI")
+    out.emplace_back("placeholder product name \"" + name + "\" of white-label and counterfeit cards (" +
+                     std::string(kSbcBench) + "; " + std::string(kIronsheep) + ")");
+  if (name == "AS" && cid.manfid == 0x03)
+    out.emplace_back("product name \"AS\" on SanDisk's MID, not a SanDisk name (" + std::string(kSbcBench) + ")");
+  if (cid.prv == 0x00)
+    out.emplace_back("product revision 0.0, left unprogrammed on white-label cards (" + std::string(kIronsheep) + ")");
+  if (cid.serial == 0)
+    out.emplace_back("serial number 0 (" + std::string(kSbcBench) + ")");
+  if (!cid.DateValid())
+    out.emplace_back("manufacturing month " + std::to_string(cid.month) + " is not a month (SD spec 5.2 MDT)");
   return out;
 }
 

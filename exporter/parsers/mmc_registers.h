@@ -43,6 +43,13 @@ struct Cid {
   CardLayout layout = CardLayout::kSd;
   std::uint8_t manfid = 0;              // MID
   std::uint16_t oemid = 0;              // OID: 16 bits on SD, 8 bits on MMC
+  // What the kernel's sysfs `oemid` shows ("0x%04x"): on SD the 16-bit OID; on MMC bits
+  // [119:104], i.e. (reserved bits, CBX) << 8 | OID. mmc.c decodes 16 bits there; an 8-bit
+  // change ("Capture correct oemid-bits for eMMC cards", lore 20230927071500.1791882-1-
+  // avri.altman@wdc.com, also in stable) was reverted in 2023-11 (lore 20231103004220.1666641-1-
+  // asmadeus@codewreck.org) because it broke the quirk tables: only kernels released between the
+  // two show 8 bits.
+  std::uint16_t oemid_sysfs = 0;
   std::string oemid_text;               // OID as ASCII when every byte is printable, else ""
   std::string name;                     // PNM raw: 5 chars SD, 6 chars MMC (trailing pad kept)
   std::uint8_t prv = 0;                 // PRV raw byte, BCD n.m
@@ -79,16 +86,32 @@ ParseResult<std::string> RealignPi5BootloaderCid(std::string_view line);
 // 0xfe mean different makers); IDs are assigned by SD-3C / JEDEC and no
 // official public list exists, so this is best effort. Each row cites its
 // source in mmc_registers.cpp. nullopt when unknown.
+//
+// Some MIDs are used by several brands (a contract maker's ID on white-label and branded cards
+// alike, e.g. SD 0x9F "TI" on Kingston, Gigastone, Amazon, Kodak and Silicon Power cards). For
+// those `shared` is true, `name` is "unknown" and `brands` lists who is documented to use it,
+// unless the OEM ID pins the brand (a documented MID/OID pair, e.g. 0x02 "TM" = Toshiba): pass
+// the CID's oemid to use those pairs.
 struct Manufacturer {
   std::string_view name;
   std::string_view source;
+  bool shared = false;
+  std::string_view brands;  // shared only: the brands documented for this MID, "/"-separated
 };
-std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid);
+std::optional<Manufacturer> LookupManufacturer(CardLayout layout, std::uint8_t manfid,
+                                               std::optional<std::uint16_t> oemid = std::nullopt);
 
-// Counterfeit/odd-ID indicators for SD cards, after the rules in
-// tests/fixtures/samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports, kernel
-// quirks.h): OEM "42" with MID != 0x41; MID 0x00, 0x12 or 0xfe on SD.
-// Not a verdict: reported as a flag next to the raw IDs. Always empty for MMC.
+// Counterfeit and white-label indicators for SD cards, after the rules in
+// tests/fixtures/samples/cid/00-sd-manufacturer-id-table.txt (sbc-bench reports from thousands
+// of armbianmonitor outputs, kernel quirks.h, ironsheep/P2-uSD-FS card notes):
+//   - OEM "42" with MID != 0x41; MID 0x00, 0x12 or 0xfe;
+//   - a placeholder product name: "00000", "ASTC", "SMI", or "AS" on MID 0x03 (SanDisk names
+//     are "S", capacity, "G");
+//   - product revision 0.0 (PRV 0x00, a field white-label makers leave unprogrammed);
+//   - serial number 0 (PSN 0x00000000);
+//   - a manufacturing date that is no date: month 0 or above 12.
+// One string per indicator, with its source. Not a verdict: reported as a count next to the
+// raw IDs. Always empty for MMC.
 std::vector<std::string> CidSuspicions(const Cid& cid);
 
 // ---------------------------------------------------------------- CSD ----

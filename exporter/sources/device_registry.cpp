@@ -42,6 +42,11 @@ DeviceList DiscoverDevices(const std::string& sysfs_root, const config::DevicesC
       auto size = util::ParseU64(util::ReadFile(dev.sysfs_path + "/size").text);
       if (!size || *size == 0) continue;
     }
+    // No medium: an empty card-reader slot or an optical drive without a disc has nothing to
+    // measure, and probing it only logs errors.
+    if (cfg.skip_empty_removable && util::ParseU64(util::ReadFile(dev.sysfs_path + "/removable").text) == 1ull &&
+        util::ParseU64(util::ReadFile(dev.sysfs_path + "/size").text) == 0ull)
+      continue;
     out.push_back(std::move(dev));
   }
   ::closedir(d);

@@ -27,7 +27,8 @@ using DeviceList = std::vector<Device>;  // sorted by name
 
 // Lists the whole disks under <sysfs_root>/block selected by `cfg`, sorted by name. Skips
 // partitions (an entry with a `partition` attribute, for fixture trees built from /sys/class/block),
-// loop devices of size 0 (nothing attached) and entries without a readable `dev`. Returns an
+// loop devices of size 0 (nothing attached), removable devices of size 0 (no medium) when
+// cfg.skip_empty_removable, and entries without a readable `dev`. Returns an
 // empty list with *error set when <sysfs_root>/block cannot be listed.
 DeviceList DiscoverDevices(const std::string& sysfs_root, const config::DevicesConfig& cfg, std::string* error);
 

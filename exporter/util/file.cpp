@@ -48,7 +48,34 @@ const char* NotRegular(mode_t mode) {
   return "unknown file type";
 }
 
+// "" for an ordinary filesystem, else the kernel pseudo-filesystem `fs_type` is. Their files
+// claim to be regular, but reading one is an operation: /proc/kmsg hands each syslog record to
+// one reader only (a config check would consume them), debugfs and tracefs files can block or
+// trigger work, and none of them is a configuration someone wrote.
+const char* PseudoFilesystem(std::uint32_t fs_type) {
+  switch (fs_type) {
+    case PROC_SUPER_MAGIC: return "procfs";
+    case SYSFS_MAGIC: return "sysfs";
+    case DEBUGFS_MAGIC: return "debugfs";
+    case TRACEFS_MAGIC: return "tracefs";
+    case SECURITYFS_MAGIC: return "securityfs";
+    case CGROUP_SUPER_MAGIC: return "cgroupfs";
+    case CGROUP2_SUPER_MAGIC: return "cgroup2fs";
+    case BPF_FS_MAGIC: return "bpffs";
+    case EFIVARFS_MAGIC: return "efivarfs";
+    case PSTOREFS_MAGIC: return "pstore";
+    case 0x62656570: return "configfs";  // CONFIGFS_MAGIC is not in linux/magic.h
+    default: return "";
+  }
+}
+
 }  // namespace
+
+std::string PseudoFilesystemOf(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return "";
+  return PseudoFilesystem(static_cast<std::uint32_t>(fs.f_type));
+}
 
 RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes) {
   RegularFileContent out;
@@ -63,15 +90,25 @@ RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_byte
     out.error = std::string("not a regular file (") + kind + ")";
     return out;
   }
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return cannot("cannot read: ");
+  if (const char* pseudo = PseudoFilesystem(static_cast<std::uint32_t>(fs.f_type)); *pseudo != '\0') {
+    out.error = std::string("not a regular file (a ") + pseudo + " file; not read)";
+    return out;
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return cannot("cannot read: ");
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  if (::fstat(fd, &st) != 0) return cannot("cannot read: ");
+  if (::fstat(fd, &st) != 0 || ::fstatfs(fd, &fs) != 0) return cannot("cannot read: ");
   if (const char* kind = NotRegular(st.st_mode); *kind != '\0') {
     out.error = std::string("not a regular file (") + kind + ")";
+    return out;
+  }
+  if (const char* pseudo = PseudoFilesystem(static_cast<std::uint32_t>(fs.f_type)); *pseudo != '\0') {
+    out.error = std::string("not a regular file (a ") + pseudo + " file; not read)";
     return out;
   }
   auto too_large = [&] {

@@ -31,11 +31,19 @@ struct RegularFileContent {
 // until a writer comes, /dev/zero never ends, and opening a device can have side effects (a
 // watchdog starts counting). The open itself is O_NONBLOCK|O_NOCTTY and the type is checked again
 // with fstat(2), so a file swapped for a FIFO between the two checks cannot block either. A file
-// larger than `max_bytes` is refused, never truncated. Errors:
+// larger than `max_bytes` is refused, never truncated. Files of kernel pseudo-filesystems
+// (procfs, sysfs, debugfs, tracefs, securityfs, cgroupfs, bpffs, efivarfs, pstore, configfs, by
+// statfs(2) f_type) look regular but are refused unread: reading /proc/kmsg consumes syslog
+// records. Errors:
 //   "not a regular file (fifo)" (or directory, character device, block device, socket),
+//   "not a regular file (a procfs file; not read)" (or sysfs, debugfs ...),
 //   "cannot read: <strerror>" (stat, open or read failed),
 //   "file is larger than <max_bytes> bytes".
 RegularFileContent ReadRegularFile(const std::string& path, std::size_t max_bytes);
+
+// The kernel pseudo-filesystem `path` is on ("procfs", "sysfs", "debugfs" ... as listed for
+// ReadRegularFile), or "" for an ordinary filesystem or when statfs(2) fails. Nothing is opened.
+std::string PseudoFilesystemOf(const std::string& path);
 
 // Reads a sysfs/procfs attribute with a single read(2) of at most 4096 bytes (open, read, close:
 // three system calls). sysfs returns a whole attribute, at most one page, in the first read

@@ -57,8 +57,8 @@ check "no gzip unless asked (curl without --compressed got identity)" bash -c "!
 devices=()
 for d in /sys/block/*; do
   n=$(basename "$d")
-  case $n in ram[0-9]*|zram[0-9]*) continue ;; esac
-  case $n in loop*) [ "$(cat "$d/size")" = 0 ] && continue ;; esac
+  case $n in ram[0-9]*|zram[0-9]*|loop[0-9]*|sr[0-9]*) continue ;; esac  # loop/sr: only when included
+  [ "$(cat "$d/removable" 2>/dev/null)" = 1 ] && [ "$(cat "$d/size")" = 0 ] && continue  # no medium
   devices+=("$n")
 done
 log "devices in sysfs: ${devices[*]}"

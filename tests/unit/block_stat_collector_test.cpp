@@ -31,11 +31,47 @@ TEST(DiscoverDevices, DefaultRulesOnFixture) {
   std::string err;
   DeviceList l = DiscoverDevices(Fixture("sys"), cfg->devices, &err);
   EXPECT_EQ(err, "");
-  // loop0 has size 0, zram0/ram0 are excluded by default, sdc1 is a partition.
-  EXPECT_EQ(Names(l), (std::vector<std::string>{"loop1", "mmcblk0", "nvme0n1", "sdb", "vda"}));
-  EXPECT_EQ(l[1].major, 179u);
-  EXPECT_EQ(l[1].minor, 0u);
-  EXPECT_EQ(l[1].sysfs_path, Fixture("sys") + "/block/mmcblk0");
+  // loop0/loop1, zram0/ram0 are excluded by default, sdc1 is a partition.
+  EXPECT_EQ(Names(l), (std::vector<std::string>{"mmcblk0", "nvme0n1", "sdb", "vda"}));
+  EXPECT_EQ(l[0].major, 179u);
+  EXPECT_EQ(l[0].minor, 0u);
+  EXPECT_EQ(l[0].sysfs_path, Fixture("sys") + "/block/mmcblk0");
+}
+
+// Loop devices (snaps, k3s), optical drives and removable devices without a medium are not
+// monitored by default; each can be monitored by saying so.
+TEST(DiscoverDevices, LoopOpticalAndEmptyRemovableNeedToBeAskedFor) {
+  namespace fs = std::filesystem;
+  const fs::path sys = fs::path(::testing::TempDir()) / ("discover-sys." + std::to_string(::getpid()));
+  fs::remove_all(sys);
+  auto disk = [&](const std::string& name, const std::string& dev, const std::string& size, const char* removable) {
+    fs::create_directories(sys / "block" / name);
+    std::ofstream(sys / "block" / name / "dev") << dev << "\n";
+    std::ofstream(sys / "block" / name / "size") << size << "\n";
+    std::ofstream(sys / "block" / name / "removable") << removable << "\n";
+  };
+  disk("loop3", "7:3", "112400", "0");  // a snap's squashfs
+  disk("sr0", "11:0", "0", "1");        // a DVD drive, no disc
+  disk("sr1", "11:1", "1376256", "1");  // with a disc
+  disk("sdd", "8:48", "0", "1");        // a card reader slot, no card
+  disk("sde", "8:64", "62333952", "1"); // a card reader slot with a card
+  disk("mmcblk0", "179:0", "62333952", "0");
+  auto names = [&](const std::string& yaml) {
+    auto r = config::LoadString(yaml, "t.yml");
+    EXPECT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].message);
+    return r.config ? Names(DiscoverDevices(sys.string(), r.config->devices, nullptr)) : std::vector<std::string>{};
+  };
+  EXPECT_EQ(names(""), (std::vector<std::string>{"mmcblk0", "sde"}));
+  // Named by an include pattern: monitored (the e2e tests' emulated cards are loop devices).
+  EXPECT_EQ(names("devices:\n  include: ['mmcblk[0-9]+', 'loop3', 'sr[0-9]']\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sr1"}));
+  EXPECT_EQ(names("devices:\n  exclude_unless_included: []\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sde", "sr1"}));
+  EXPECT_EQ(names("devices:\n  exclude_unless_included: []\n  skip_empty_removable: false\n"),
+            (std::vector<std::string>{"loop3", "mmcblk0", "sdd", "sde", "sr0", "sr1"}));
+  // exclude still wins over include.
+  EXPECT_EQ(names("devices:\n  include: ['loop3', 'sde']\n  exclude: ['sde']\n"), (std::vector<std::string>{"loop3"}));
+  fs::remove_all(sys);
 }
 
 TEST(DiscoverDevices, IncludeExclude) {
@@ -57,7 +93,9 @@ TEST(DiscoverDevices, MissingSysfs) {
 }
 
 TEST(BlockStatCollector, GoldenOnFixture) {
-  auto cfg = config::LoadDefault().config;
+  // Every device of the fixture, the attached loop device too (not monitored by default).
+  auto cfg = config::LoadString("devices: {exclude_unless_included: []}\n", "t.yml").config;
+  ASSERT_TRUE(cfg);
   DeviceList devices = DiscoverDevices(Fixture("sys"), cfg->devices, nullptr);
   Paths paths;
   paths.sysfs = Fixture("sys");
@@ -121,7 +159,52 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   BlockStatCollector c;
   auto out = Collect(c, ScrapeContext{paths, devices});
   EXPECT_EQ(out.result.error, (dir / "block/sdq").string() + "/stat: Is a directory");
-  EXPECT_EQ(out.text, "");
+  EXPECT_EQ(out.text,
+            "# HELP diskprobe_block_stat_readable 1 when the device's sysfs stat was read and understood at this "
+            "scrape, 0 when not (its I/O counters are then absent and the collector fails with the reason).\n"
+            "# TYPE diskprobe_block_stat_readable gauge\n"
+            "diskprobe_block_stat_readable{device=\"sdq\"} 0\n");
+  fs::remove_all(dir);
+}
+
+// An eMMC has `rev` (its EXT_CSD revision, 0x8 = eMMC 5.1) and `fwrev` (the firmware): the
+// revision label is the firmware, as for every other disk.
+TEST(BlockStatCollector, EmmcRevisionIsFirmwareNotExtCsdRev) {
+  Paths paths;
+  paths.sysfs = Fixture("roots/cm4/sys");
+  auto cfg = config::LoadDefault().config;
+  DeviceList devices = DiscoverDevices(paths.sysfs, cfg->devices, nullptr);
+  BlockStatCollector c;
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_EQ(testing::FirstLabel(out.text, "diskprobe_block_info", "revision"),  // mmcblk0 sorts first
+            std::optional<std::string>("0x0300000000000000"))
+      << out.text;
+}
+
+// A disk that is still there but has no stat file (a driver that does not provide one, a broken
+// sysfs): its counters used to vanish with collector_success 1. Now it fails the collector, and
+// the device's readable gauge is 0 while the other disks' counters stay.
+TEST(BlockStatCollector, MissingStatOfAPresentDiskIsAnErrorState) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("diskprobe-nostat-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "block");
+  fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk0", fs::copy_options::recursive);
+  fs::copy(Fixture("sys/block/mmcblk0"), dir / "block/mmcblk1", fs::copy_options::recursive);
+  fs::remove(dir / "block/mmcblk1/stat");
+  DeviceList devices = {Device{"mmcblk0", (dir / "block/mmcblk0").string(), 179, 0},
+                        Device{"mmcblk1", (dir / "block/mmcblk1").string(), 179, 8},
+                        Device{"sdx", (dir / "block/sdx").string(), 8, 96}};  // unplugged: silent
+  Paths paths;
+  paths.sysfs = dir.string();
+  BlockStatCollector c;
+  auto out = Collect(c, ScrapeContext{paths, devices});
+  EXPECT_EQ(out.result.error, (dir / "block/mmcblk1").string() + "/stat: No such file or directory");
+  EXPECT_NE(out.text.find("diskprobe_block_stat_readable{device=\"mmcblk0\"} 1\n"), std::string::npos);
+  EXPECT_NE(out.text.find("diskprobe_block_stat_readable{device=\"mmcblk1\"} 0\n"), std::string::npos);
+  EXPECT_EQ(out.text.find("device=\"sdx\""), std::string::npos);
+  EXPECT_NE(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk0\"}"), std::string::npos);
+  EXPECT_EQ(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk1\"}"), std::string::npos);
   fs::remove_all(dir);
 }
 

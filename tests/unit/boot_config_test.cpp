@@ -364,4 +364,68 @@ TEST(BootConfig, BadOverclockValueWhitespaceCrlfAndComments) {
   EXPECT_EQ(c.sections.at(0).applies, "yes");
 }
 
+// A real config (sample 01) saved by a Windows editor: BOM and CRLF. The BOM used to become part
+// of the first key, so the first line's setting was lost without a problem reported.
+TEST(BootConfig, Utf8BomAndCrlfKeepTheFirstLine) {
+  std::string text = read_sample("config-txt", "01-sdhost-overlay-overclock50.txt");
+  std::string crlf;
+  for (char ch : text) {
+    if (ch == '\n') crlf += "\r\n";
+    else crlf.push_back(ch);
+  }
+  // The BOM goes before the first line, here the sample's comment; also test it on a setting line.
+  for (const std::string& variant : {"\xEF\xBB\xBF" + crlf, std::string("\xEF\xBB\xBF") + "dtoverlay=sdhost,overclock_50=100\r\n"}) {
+    BootConfigInput in;
+    in.board = board(kPi3BPlus);
+    const auto c = ParseBootConfig(variant, in);
+    EXPECT_EQ(c.sd_overclock_hz, std::optional<std::uint64_t>(100000000));
+    EXPECT_EQ(c.sd_settings, (Map{{"sd_overclock", "100"}, {"sd_overlay", "sdhost"}}));
+    EXPECT_TRUE(c.diagnostics.empty());
+  }
+}
+
+// One setting, one value: every spelling the firmware accepts for a boolean dtparam gives the
+// same sd_settings value; sd_cqe keeps the Pi 5 tri-state's 2.
+TEST(BootConfig, BooleanDtparamsAreNormalised) {
+  BootConfigInput in;
+  in.board = board(kPi5);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dtparam=sd_cqe", "on"},        {"dtparam=sd_cqe=on", "on"},   {"dtparam=sd_cqe=1", "on"},
+      {"dtparam=sd_cqe=yes", "on"},    {"dtparam=sd_cqe=TRUE", "on"}, {"dtparam=sd_cqe=okay", "on"},
+      {"dtparam=sd_cqe=off", "off"},   {"dtparam=sd_cqe=0", "off"},   {"dtparam=sd_cqe=no", "off"},
+      {"dtparam=sd_cqe=false", "off"}, {"dtparam=sd_cqe=Off", "off"}, {"dtparam=sd_cqe=2", "2"},
+      {"dtparam=sd_poll_once=1", "on"}, {"dtparam=sd_debug=no", "off"},
+  };
+  for (const auto& [line, want] : cases) {
+    const auto c = ParseBootConfig(line + "\n", in);
+    const std::string key = line.substr(8, line.find('=', 8) == std::string::npos ? std::string::npos
+                                                                                   : line.find('=', 8) - 8);
+    EXPECT_EQ(c.sd_settings, (Map{{key, want}})) << line;
+    EXPECT_TRUE(c.diagnostics.empty()) << line;
+  }
+  // The sdtweak overlay's own spelling is the same setting.
+  EXPECT_EQ(ParseBootConfig("dtoverlay=sdtweak,poll_once=true\n", in).sd_settings,
+            (Map{{"sd_poll_once", "on"}, {"sd_overlay", "sdtweak"}}));
+  const auto bad = ParseBootConfig("dtparam=sd_cqe=maybe\n", in);
+  EXPECT_TRUE(bad.sd_settings.empty());
+  ASSERT_EQ(bad.diagnostics.size(), 1u);
+  EXPECT_EQ(bad.diagnostics[0].kind, "bad_value");
+  EXPECT_EQ(bad.diagnostics[0].message, "sd_cqe=maybe: not a boolean (on/off, yes/no, true/false, 1/0)");
+}
+
+// Anything the parser does not understand is a problem with its line, not silently dropped.
+TEST(BootConfig, LinesNotUnderstoodAreProblems) {
+  BootConfigInput in;
+  in.board = board(kPi4B);
+  const auto c = ParseBootConfig("[pi4\n=1\n\x01\x02=3\narm_boost=1\n", in);
+  ASSERT_EQ(c.diagnostics.size(), 3u);
+  EXPECT_EQ(c.diagnostics[0].kind, "unparsed_line");
+  EXPECT_EQ(c.diagnostics[0].where.line, 1u);
+  EXPECT_EQ(c.diagnostics[0].message, "section header without ']': \"[pi4\"");
+  EXPECT_EQ(c.diagnostics[1].where.line, 2u);
+  EXPECT_EQ(c.diagnostics[2].where.line, 3u);
+  EXPECT_EQ(c.diagnostics[2].message, "not a setting name: \"\\x01\\x02\"");
+  EXPECT_EQ(c.settings, (Map{{"arm_boost", "1"}}));
+}
+
 }  // namespace

@@ -39,7 +39,11 @@ TEST(Config, DefaultValues) {
   EXPECT_EQ(c.devices.exclude[0].source, "ram[0-9]+");
   EXPECT_EQ(c.devices.discovery_interval, 30s);
   EXPECT_TRUE(c.devices.Selects("mmcblk0"));
-  EXPECT_TRUE(c.devices.Selects("loop3"));
+  // Loop devices and optical drives only when an include pattern names them.
+  ASSERT_EQ(c.devices.exclude_unless_included.size(), 2u);
+  EXPECT_FALSE(c.devices.Selects("loop3"));
+  EXPECT_FALSE(c.devices.Selects("sr0"));
+  EXPECT_TRUE(c.devices.skip_empty_removable);
   EXPECT_FALSE(c.devices.Selects("zram0"));
   EXPECT_FALSE(c.devices.Selects("ram15"));
   EXPECT_TRUE(c.devices.Selects("ramdisk")) << "patterns are anchored: ram[0-9]+ does not match ramdisk";
@@ -78,7 +82,7 @@ TEST(Config, EveryBadInputReportedWithPosition) {
   EXPECT_EQ(got[2], f + ":5:23: devices.discovery_interval: invalid duration \"30\": want an integer and a unit "
                         "(ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
   EXPECT_EQ(got[3],
-            f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, discovery_interval)");
+            f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, exclude_unless_included, skip_empty_removable, discovery_interval)");
   EXPECT_EQ(got[4], f + ":7:1: probez: unknown key (known keys: devices, probes)");
 }
 
@@ -495,6 +499,13 @@ TEST(HostileConfig, OnlyRegularFiles) {
   EXPECT_EQ(Bounded([&] { return LoadFile(dir); }), dir + ":0:0: not a regular file (directory)\n");
   EXPECT_EQ(Bounded([] { return LoadFile("/dev/zero"); }), "/dev/zero:0:0: not a regular file (character device)\n");
   EXPECT_EQ(Bounded([] { return LoadFile("/dev/null"); }), "/dev/null:0:0: not a regular file (character device)\n");
+  // Kernel pseudo-files say S_IFREG; reading /proc/kmsg consumes the syslog records it hands out,
+  // so `--config.check --config.file=/proc/kmsg` used to eat the kernel log. Refused unread (a
+  // harmless procfs and sysfs file stand in for it: a failing test must not consume the log).
+  EXPECT_EQ(Bounded([] { return LoadFile("/proc/self/status"); }),
+            "/proc/self/status:0:0: not a regular file (a procfs file; not read)\n");
+  EXPECT_EQ(Bounded([] { return LoadFile("/sys/kernel/uevent_seqnum"); }),
+            "/sys/kernel/uevent_seqnum:0:0: not a regular file (a sysfs file; not read)\n");
   const std::string good = dir + "/good.yml";
   std::ofstream(good) << "devices: {discovery_interval: 5s}\n";
   EXPECT_EQ(Bounded([&] { return LoadFile(good); }), "loaded\n");

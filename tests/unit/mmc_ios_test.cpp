@@ -101,6 +101,9 @@ TEST(MmcIos, OldKernelWithoutVoltageAndDriverLinesCrlfAndUnknownLines) {
   const auto r = ParseMmcIos(
       "clock:\t\t25000000 Hz\r\n"
       "vdd:\t\t7 (1.65 - 1.95 V)\r\n"
+      "bus mode:\t2 (push-pull)\r\n"
+      "chip select:\t0 (don't care)\r\n"
+      "power mode:\t2 (on)\r\n"
       "bus width:\t3 (8 bits)\r\n"
       "timing spec:\t9 (mmc HS200)\r\n"
       "future field:\t1 (whatever)\n"
@@ -117,7 +120,7 @@ TEST(MmcIos, OldKernelWithoutVoltageAndDriverLinesCrlfAndUnknownLines) {
   EXPECT_EQ(r->timing_name, OptS("mmc HS200"));
   EXPECT_FALSE(r->signal_voltage_volts.has_value());
   EXPECT_FALSE(r->driver_type.has_value());
-  EXPECT_FALSE(r->power_mode.has_value());
+  EXPECT_EQ(r->power_mode, OptU(2));
   ASSERT_EQ(r->unparsed_lines.size(), 3u);
   EXPECT_EQ(r->unparsed_lines[0], "future field:\t1 (whatever)");
   EXPECT_EQ(r->unparsed_lines[1], "garbage");
@@ -126,11 +129,16 @@ TEST(MmcIos, OldKernelWithoutVoltageAndDriverLinesCrlfAndUnknownLines) {
 
 TEST(MmcIos, InvalidNamesAndHs400EnhancedStrobe) {
   const auto r = ParseMmcIos(
+      "clock:\t\t200000000 Hz\n"
+      "vdd:\t\t21 (3.3 ~ 3.4 V)\n"
+      "chip select:\t0 (don't care)\n"
+      "power mode:\t2 (on)\n"
+      "bus width:\t3 (8 bits)\n"
       "timing spec:\t10 (mmc HS400 enhanced strobe)\n"
       "signal voltage:\t2 (1.20 V)\n"
       "driver type:\t7 (invalid)\n"
       "bus mode:\t0 (invalid)\n");
-  ASSERT_TRUE(r);
+  ASSERT_TRUE(r) << r.error;
   EXPECT_EQ(r->timing_name, OptS("mmc HS400 enhanced strobe"));
   EXPECT_EQ(r->signal_voltage_volts, OptD(1.2));
   EXPECT_EQ(r->driver_type_code, OptU(7));
@@ -144,6 +152,23 @@ TEST(MmcIos, EmptyOrForeignInputIsAnError) {
   const auto r = ParseMmcIos("MemTotal:  1024 kB\n");
   EXPECT_FALSE(r);
   EXPECT_EQ(r.error, "ios: no recognised line");
+}
+
+// A read cut off after the first line (a short read, a driver crash mid-print) used to parse as a
+// card at that clock with nothing else known: a success. Every real sample has all seven lines.
+TEST(MmcIos, FileCutOffIsAnError) {
+  const std::string full = sample_body("ios", "05-pi4-mmc1-actual-below-requested.txt");
+  ASSERT_TRUE(ParseMmcIos(full));
+  const std::string first = full.substr(0, full.find('\n') + 1);
+  auto r = ParseMmcIos(first);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error,
+            "ios: incomplete, no 'vdd', 'bus mode', 'chip select', 'power mode', 'bus width', 'timing spec' line");
+  // Cut anywhere before the timing spec line: still an error; after it, a reading.
+  const auto timing = full.find("timing spec:");
+  ASSERT_NE(timing, std::string::npos);
+  for (std::size_t cut = 1; cut < timing; cut += 7) EXPECT_FALSE(ParseMmcIos(full.substr(0, cut))) << cut;
+  EXPECT_TRUE(ParseMmcIos(full.substr(0, full.find('\n', timing) + 1)));
 }
 
 TEST(MmcIos, TimingNameTableMatchesKernel) {

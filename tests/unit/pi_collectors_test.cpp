@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -121,8 +122,9 @@ TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_app_perf_class{device=\"mmcblk0\"}"), "2");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_capacity_bytes{device=\"mmcblk0\"}"), "62277025792");
   EXPECT_NE(
-      t.find("date=\"2019-11\",device=\"mmcblk0\",fwrev=\"0x1\",maker=\"Kingston\",manfid=\"0x9f\",name=\"SD64G\","
-             "oemid=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\",type=\"SD\""),
+      t.find("date=\"2019-11\",device=\"mmcblk0\",ext_csd_rev=\"\",fwrev=\"0x1\",maker=\"unknown\",manfid=\"0x00009f\","
+             "name=\"SD64G\",oemid=\"0x5449\",oemid_ascii=\"TI\",revision=\"6.1\",sd_spec=\"6.xx\",serial=\"0x0a0b0c0d\","
+             "type=\"SD\""),
       std::string::npos)
       << t;
   EXPECT_EQ(Value(t, "diskprobe_board_under_voltage_now "), "0");
@@ -131,6 +133,12 @@ TEST(Roots, Pi4Ddr50AndOverclockIgnored) {
 TEST(Roots, Cm4EmmcWearAndHwmonFallback) {
   Paths p = RootPaths(Fixture("roots/cm4"));
   std::string t = Four().Scrape(p, Devices(p));
+  // The eMMC's identity as sysfs shows it: firmware from fwrev, the EXT_CSD revision as what it is,
+  // the 16-bit oemid (CBX 1, OID 0).
+  EXPECT_NE(t.find("device=\"mmcblk0\",ext_csd_rev=\"0x8\",fwrev=\"0x0300000000000000\",maker=\"Samsung\","
+                   "manfid=\"0x000015\",name=\"BJTD4R\",oemid=\"0x0100\",oemid_ascii=\"\",revision=\"0.8\""),
+            std::string::npos)
+      << t;
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"A\"}"), "1");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_life_time_estimate{device=\"mmcblk0\",type=\"B\"}"), "1");
   EXPECT_EQ(Value(t, "diskprobe_mmc_card_pre_eol_info{device=\"mmcblk0\"}"), "1");
@@ -166,6 +174,32 @@ TEST(MmcIos, UnreadableDebugfsFailsWithTheReason) {
   EXPECT_EQ(second.text.find("diskprobe_mmc_ios_"), std::string::npos) << "ios series are absent";
   EXPECT_NE(second.text.find("diskprobe_mmc_host_info"), std::string::npos) << "host facts come from sysfs";
   EXPECT_EQ(log, "") << "the collector does not log its failure: the scraper does, once";
+}
+
+// An ios file cut off after its first line is an error state, not a reading: the collector fails
+// with the file and the reason, and the host's ios series are absent (the other host's stay).
+TEST(MmcIos, FileCutOffAfterFirstLineFailsTheCollector) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("pi4-cut-ios." + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::copy(Fixture("roots/pi4"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path ios = root / "debug/mmc0/ios";
+  std::string first;
+  {
+    std::ifstream in(ios);
+    std::getline(in, first);
+  }
+  ASSERT_EQ(first.rfind("clock:", 0), 0u) << first;
+  std::ofstream(ios, std::ios::trunc) << first << "\n";
+  Paths p = RootPaths(root.string());
+  DeviceList d = Devices(p);
+  MmcIosCollector c;
+  auto r = testing::Collect(c, ScrapeContext{p, d});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.result.error, p.debugfs + "/mmc0/ios: ios: incomplete, no 'vdd', 'bus mode', 'chip select', "
+                                        "'power mode', 'bus width', 'timing spec' line");
+  EXPECT_EQ(r.text.find("diskprobe_mmc_ios_clock_hertz{device=\"mmcblk0\""), std::string::npos);
+  EXPECT_NE(r.text.find("diskprobe_mmc_ios_clock_hertz{device=\"\",host=\"mmc1\"}"), std::string::npos);
+  fs::remove_all(root);
 }
 
 TEST(PiCollectors, NoMmcNoConfigNoBoardIsSilentSuccess) {

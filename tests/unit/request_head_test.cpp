@@ -60,6 +60,19 @@ TEST(ParseRequestHead, Errors) {
   EXPECT_EQ(ParseRequestHead("GET /%zz HTTP/1.1\r\n").error, 400);
   EXPECT_EQ(ParseRequestHead("GET /%00 HTTP/1.1\r\n").error, 400);
   EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nA: b\r\n folded\r\n").error, 400);
+  // Field names are tokens: a NUL (it ends the name for anything comparing C strings), a space
+  // before the colon, a control byte: 400. A NUL or a bare CR in a value: 400 too.
+  using namespace std::string_literals;
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nAuthorization\0X: Basic x\r\n"s).error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\n\0: x\r\n"s).error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nHost : x\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nHo\x01st: x\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nHost: a\0b\r\n"s).error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nHost: a\rb\r\n").error, 400);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\r\nX-Odd_Name.1~: a\r\n").error, 0);
+  // Percent-encoded unreserved characters are the same path (RFC 3986 section 6.2.2.2), as Go's
+  // net/http (exporter-toolkit) decodes before routing: /%6detrics is /metrics.
+  EXPECT_EQ(ParseRequestHead("GET /%6detrics HTTP/1.1\r\n").req.path, "/metrics");
   std::string many = "GET / HTTP/1.1\r\n";
   for (int i = 0; i < 101; ++i) many += "X: y\r\n";
   EXPECT_EQ(ParseRequestHead(many).error, 431);

@@ -235,9 +235,18 @@ TEST_F(WebConfigTest, OnlyRegularFiles) {
   EXPECT_EQ(Bounded([&] { return LoadWebConfigFile(dir_); }), dir_ + ":0:0: not a regular file (directory)\n");
   EXPECT_EQ(Bounded([] { return LoadWebConfigFile("/dev/zero"); }),
             "/dev/zero:0:0: not a regular file (character device)\n");
+  EXPECT_EQ(Bounded([] { return LoadWebConfigFile("/proc/self/status"); }),
+            "/proc/self/status:0:0: not a regular file (a procfs file; not read)\n");
   // The files it names too: OpenSSL would block reading a FIFO certificate.
   EXPECT_EQ(Bounded([&] { return Parse("tls_server_config:\n  cert_file: web.yml\n  key_file: server.key\n"); }),
             "web.yml:2:14: tls_server_config.cert_file: cannot read \"" + fifo + "\": not a regular file\n");
+  EXPECT_EQ(Bounded([&] {
+              return Parse("tls_server_config:\n  cert_file: /proc/self/status\n  key_file: /proc/self/status\n");
+            }),
+            "web.yml:2:14: tls_server_config.cert_file: cannot read \"/proc/self/status\": not a regular file (a procfs "
+            "file; not read)\n"
+            "web.yml:3:13: tls_server_config.key_file: cannot read \"/proc/self/status\": not a regular file (a procfs "
+            "file; not read)\n");
 }
 
 TEST(IsBcryptHash, Shapes) {
