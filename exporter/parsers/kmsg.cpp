@@ -346,25 +346,31 @@ std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
 // "<driver> <platform device>: " (dev_err) prefix: sdhci, bcm2835 (upstream sdhost), Raspberry Pi's
 // bcm2835-sdhost, cqhci.
 std::optional<KmsgKind> MmcHostKind(std::string_view rest) {
+  // One scan per distinctive word; the rest are prefix or suffix compares (the common mmc line
+  // is none of these and must stay cheap).
   // bcm2835-sdhost: pr_warn without '\n', so on old kernels the next printk may be glued to it.
   if (Contains(rest, "reducing overclock due to errors")) return KmsgKind::kOverclockReduced;
   // bcm2835(-sdhost) "%s transfer error - HSTS %x": CRC7/CRC16/FIFO errors (data->error = -EILSEQ);
+  // "%s timeout error - HSTS %x": a read/write timeout.
+  if (std::size_t at = rest.find(" error - HSTS "); at != std::string_view::npos) {
+    std::string_view head = rest.substr(0, at);
+    if (head.ends_with(" transfer") || head == "transfer") return KmsgKind::kCrcError;
+    if (head.ends_with(" timeout") || head == "timeout") return KmsgKind::kTimeout;
+  }
   // "unexpected command %d error": a command error that is not a timeout (-EILSEQ).
-  if (Contains(rest, " transfer error - HSTS ")) return KmsgKind::kCrcError;
   if (rest.starts_with("unexpected command ") && EndsWith(rest, " error")) return KmsgKind::kCrcError;
   // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835(-sdhost) "timeout waiting for
-  // hardware interrupt.", "[previous ]command [%d ]never completed.", "%s timeout error - HSTS %x",
-  // "PIO %s timeout - EDM %x", "command %d timeout", "previous command (%d) not complete",
-  // "wait_transfer_complete - still waiting", "%s: timeout (%d ms)"; sdhci "Reset 0x%x never
-  // completed.", "Controller never released inhibit bit(s).", cqhci "cqhci: timeout for tag %d".
+  // hardware interrupt.", "[previous ]command [%d ]never completed.", "PIO %s timeout - EDM %x",
+  // "command %d timeout", "previous command (%d) not complete", "wait_transfer_complete - still
+  // waiting", "%s: timeout (%d ms)"; sdhci "Reset 0x%x never completed.", "Controller never
+  // released inhibit bit(s).", cqhci "cqhci: timeout for tag %d".
   if (rest.starts_with("Timeout waiting for hardware") || rest.starts_with("timeout waiting for hardware") ||
-      Contains(rest, "never completed") || Contains(rest, " timeout error - HSTS ") ||
       (rest.starts_with("PIO ") && Contains(rest, " timeout - EDM")) ||
       (rest.starts_with("command ") && EndsWith(rest, " timeout")) ||
       (rest.starts_with("previous command (") && Contains(rest, ") not complete")) ||
       rest.starts_with("wait_transfer_complete - still waiting") ||
-      (Contains(rest, ": timeout (") && EndsWith(rest, " ms)")) || rest.starts_with("cqhci: timeout for tag") ||
-      rest.starts_with("Controller never released inhibit"))
+      (EndsWith(rest, " ms)") && Contains(rest, ": timeout (")) || rest.starts_with("cqhci: timeout for tag") ||
+      rest.starts_with("Controller never released inhibit") || Contains(rest, "never completed"))
     return KmsgKind::kTimeout;
   // cqhci-core.c: the engine would not halt, clear its tasks or leave the halt state; a WARN of a
   // task completion for no task ("cqhci: spurious TCN for tag %d", seen on the Pi 5).
@@ -382,11 +388,11 @@ std::optional<KmsgKind> MmcHostKind(std::string_view rest) {
 // "failed to initialize"), nor the errors of MMC_IOC_CMD ioctls from userspace (mmc-utils:
 // "__mmc_blk_ioctl_cmd: cmd error %d").
 std::optional<KmsgEvent> MmcErrno(std::string_view rest) {
+  std::size_t at = rest.find("error -");
+  if (at == std::string_view::npos || (at != 0 && rest[at - 1] != ' ')) return std::nullopt;
   if (rest.starts_with("Failed to enable CQE") || Contains(rest, "failed to initialize") ||
       rest.starts_with("__mmc_blk_ioctl_cmd"))
     return std::nullopt;
-  std::size_t at = rest.find("error -");
-  if (at == std::string_view::npos || (at != 0 && rest[at - 1] != ' ')) return std::nullopt;
   std::string_view num = rest.substr(at + 6);
   auto err = TakeNumber<int>(num);
   if (!err) return std::nullopt;
