@@ -331,14 +331,14 @@ std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
   rest.remove_prefix(close + 3);
   if (rest == "forced readonly") return MakeEvent(KmsgKind::kRemountRo, dev);
   if (rest.starts_with("bdev ") && Contains(rest, " errs: wr ")) return MakeEvent(KmsgKind::kIoError, dev);
+  if (level == "error" || level == "critical" || level == "alert" || level == "emergency")
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
   static constexpr std::array<std::string_view, 11> kFailures{
       "csum failed",       "checksum verify failed", "csum mismatch",   "bad tree block",
       "parent transid verify failed", "level verify failed", "read error corrected", "unable to fixup",
       "i/o error",         "IO failure",             "failed to repair"};
   for (std::string_view f : kFailures)
     if (Contains(rest, f)) return MakeEvent(KmsgKind::kFilesystemError, dev);
-  if (level == "error" || level == "critical" || level == "alert" || level == "emergency")
-    return MakeEvent(KmsgKind::kFilesystemError, dev);
   return std::nullopt;
 }
 
