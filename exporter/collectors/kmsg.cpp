@@ -21,10 +21,23 @@ CollectResult KmsgCollector::Collect(const ScrapeContext& ctx, FamilySink& out) 
     cached_ = std::move(s);
   }
   out.Text(cached_text_);
+  // Lines came but none was a record: the input is not /dev/kmsg's format (`dmesg` text given as
+  // --path.kmsg, say). Zero counts would look healthy; the message is fixed so it is logged once.
+  if (Unparsable(*cached_))
+    return CollectResult::Failed(follower_->path() +
+                                 ": no line read is a /dev/kmsg record (\"prio,seq,usec,flags;text\"); "
+                                 "messages cannot be counted (dmesg text? use /dev/kmsg or a dump of it)");
   return CollectResult::Ok();
 }
 
+bool KmsgCollector::Unparsable(const KmsgSnapshot& s) { return s.records == 0 && s.malformed > 0; }
+
 void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
+  if (!Unparsable(s)) WriteMessages(s, out);
+  WriteLog(s, out);
+}
+
+void KmsgCollector::WriteMessages(const KmsgSnapshot& s, FamilySink& out) {
   out.Family("diskprobe_kernel_messages_total",
              "Kernel log messages that tell a failing card, by whole disk, mmc host and kind "
              "(rate-limited ones included); device and host empty when the message names neither.",
@@ -34,11 +47,14 @@ void KmsgCollector::Write(const KmsgSnapshot& s, FamilySink& out) {
                static_cast<double>(v));
   out.Family("diskprobe_kernel_messages_unattributed_total",
              "Kernel log messages (the kinds of diskprobe_kernel_messages_total) that name a device without series: "
-             "not monitored, "
-             "logged before a new device of that name appeared, or beyond the device limit (reason).",
+             "not monitored, logged before a new device of that name appeared, beyond the device limit, or "
+             "naming a controller with several disks (reason).",
              MetricType::Counter);
   for (const auto& [k, v] : s.unattributed)
     out.Sample({{"kind", parsers::ToString(k.second)}, {"reason", ToString(k.first)}}, static_cast<double>(v));
+}
+
+void KmsgCollector::WriteLog(const KmsgSnapshot& s, FamilySink& out) {
   out.Family("diskprobe_kernel_log_records_total",
              "Records read from the kernel log since the exporter started (from the start of the ring buffer).",
              MetricType::Counter);

@@ -10,6 +10,9 @@
 // those logged before a disk of the same name appeared again, are counted without the name in
 // diskprobe_kernel_messages_unattributed_total{kind,reason} (KmsgCounter in
 // sources/kmsg_follower.h): the series are bounded by the disks there are, not by the log.
+// Input of which no line is a /dev/kmsg record (dmesg text as --path.kmsg) fails the collector
+// with the reason, and only the log's own counters (records, skipped as malformed) are written:
+// zeros for the messages would look like a healthy card.
 #include <optional>
 #include <string>
 
@@ -28,6 +31,9 @@ class KmsgCollector : public Collector {
 
  private:
   static void Write(const KmsgSnapshot& s, FamilySink& out);
+  static void WriteMessages(const KmsgSnapshot& s, FamilySink& out);
+  static void WriteLog(const KmsgSnapshot& s, FamilySink& out);
+  static bool Unparsable(const KmsgSnapshot& s);
 
   const KmsgFollower* follower_;
   std::optional<KmsgSnapshot> cached_;  // the counts cached_text_ shows

@@ -85,27 +85,51 @@ KmsgKind KindOfMmcErrno(int err) {
   return KmsgKind::kIoError;
 }
 
+bool EndsWith(std::string_view s, std::string_view tail) { return s.ends_with(tail); }
+
+// ASCII lower case, for the few checks of free text that the kernel words in either case.
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 // Functions whose printk_ratelimited() produce "<func>: N callbacks suppressed" (the name is the
 // enclosing function's __func__, or the string given to ___ratelimit), and the kind of what was
-// suppressed. "EXT4-fs warning" is left out on purpose: it rate-limits every ext4 warning, most
-// of which are not card failures.
+// suppressed: the rate-limited call sites of counted messages in the catalogue, and older ones.
+// "EXT4-fs warning" is left out on purpose: it rate-limits every ext4 warning, most of which are
+// not card failures; so is "_btrfs_printk" (one limit for all btrfs levels).
 struct SuppressedSource {
   std::string_view function;
   KmsgKind kind;
 };
-constexpr std::array<SuppressedSource, 6> kSuppressedSources{{
+constexpr std::array<SuppressedSource, 10> kSuppressedSources{{
     {"blk_update_request", KmsgKind::kIoError},   // 3.x-5.x block/blk-core.c
     {"print_req_error", KmsgKind::kIoError},      // 4.19-5.x block/blk-core.c
     {"blk_print_req_error", KmsgKind::kIoError},  // 5.17+ block/blk-mq.c
     {"buffer_io_error", KmsgKind::kIoError},      // fs/buffer.c
     {"end_buffer_async_write", KmsgKind::kIoError},
+    {"quiet_error", KmsgKind::kIoError},            // 3.x fs/buffer.c (printk_ratelimit)
+    {"nvme_log_error", KmsgKind::kIoError},         // 6.x drivers/nvme/host/core.c
+    {"nvme_timeout", KmsgKind::kTimeout},           // drivers/nvme/host/pci.c dev_warn_ratelimited
     {"EXT4-fs error", KmsgKind::kFilesystemError},  // fs/ext4/super.c ext4_error_ratelimit
+    {"btrfs_dev_stat_print_on_error", KmsgKind::kIoError},  // fs/btrfs/volumes.c "bdev %s errs: ..."
 }};
 
+// "<func>: N callbacks suppressed" (lib/ratelimit.c, every kernel since 2.6.33) and
+// "printk: N messages suppressed." (kernel/printk.c printk_ratelimit, 2.6.x-3.x).
 std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
-  constexpr std::string_view kTail = " callbacks suppressed";
-  if (message.size() <= kTail.size() || message.substr(message.size() - kTail.size()) != kTail) return std::nullopt;
-  std::string_view head = message.substr(0, message.size() - kTail.size());
+  std::string_view head;
+  bool generic = false;
+  if (message.ends_with(" callbacks suppressed")) {
+    head = message.substr(0, message.size() - std::string_view(" callbacks suppressed").size());
+  } else if (message.starts_with("printk: ") && message.ends_with(" messages suppressed.")) {
+    head = message.substr(0, message.size() - std::string_view(" messages suppressed.").size());
+    generic = true;
+  } else {
+    return std::nullopt;
+  }
   std::size_t sep = head.rfind(": ");
   if (sep == std::string_view::npos) return std::nullopt;
   // ___ratelimit prints rs->missed, an int ("%s: %d callbacks suppressed"): a larger figure is no
@@ -113,11 +137,18 @@ std::optional<KmsgEvent> ClassifySuppressed(std::string_view message) {
   auto count = util::ParseNumber<std::uint64_t>(head.substr(sep + 2));
   if (!count || *count > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
   std::string_view function = head.substr(0, sep);
+  KmsgEvent e = MakeEvent(KmsgKind::kIoError, {});
+  e.count = *count;
+  e.suppressed = true;
+  // 2.6.3x named ___ratelimit's own caller, not the call site: of no kind.
+  if (generic || function == "__ratelimit") {
+    e.any_kind = true;
+    return e;
+  }
+  // Any other call site is one of no counted message (net_ratelimit, "EXT4-fs warning", ...).
   for (const auto& source : kSuppressedSources) {
     if (source.function == function) {
-      KmsgEvent e = MakeEvent(source.kind, {});
-      e.count = *count;
-      e.suppressed = true;
+      e.kind = source.kind;
       return e;
     }
   }
@@ -175,6 +206,26 @@ std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
     return MakeEvent(KmsgKind::kRemountRo, *dev);
   }
   if (!message.starts_with("JBD2: ")) return std::nullopt;
+  std::string_view rest = message.substr(6);
+  // Recovery (fs/jbd2/recovery.c) names no journal: counted with no device.
+  //   "JBD2: IO error %d recovering block %lu in log", "JBD2: Failed to read block at offset %u"
+  //   "JBD2: Invalid checksum recovering [data ]block ...", "JBD2: Invalid checksum found in transaction %u"
+  //   "JBD2: journal transaction %u on %s is corrupt."
+  if ((rest.starts_with("IO error ") && Contains(rest, " recovering block ")) ||
+      rest.starts_with("Failed to read block at offset ")) {
+    KmsgEvent e = MakeEvent(KmsgKind::kIoError, {});
+    if (ConsumePrefix(rest, "IO error ")) e.error = TakeNumber<int>(rest);
+    return e;
+  }
+  if (rest.starts_with("Invalid checksum ")) return MakeEvent(KmsgKind::kFilesystemError, {});
+  if (rest.starts_with("journal transaction ") && EndsWith(rest, " is corrupt.")) {
+    std::string_view name = rest.substr(0, rest.size() - std::string_view(" is corrupt.").size());
+    std::size_t on = name.rfind(" on ");
+    if (on == std::string_view::npos) return std::nullopt;
+    name.remove_prefix(on + 4);
+    if (!IsDeviceName(name)) return std::nullopt;
+    return MakeEvent(KmsgKind::kFilesystemError, JournalDevice(name));
+  }
   // "JBD2: Error -5 detected when updating journal superblock for sda1-8." (3.x-6.x)
   // "JBD2: I/O error when updating journal superblock for mmcblk1p5-8"     (6.x)
   // "JBD2: Detected IO errors while flushing file data on sda1-8"
@@ -185,7 +236,6 @@ std::optional<KmsgEvent> ClassifyJbd2(std::string_view message) {
     dev = JournalAfter(message, "Detected IO errors while flushing file data on ");
   if (!dev) return std::nullopt;
   KmsgEvent e = MakeEvent(KmsgKind::kIoError, *dev);
-  std::string_view rest = message.substr(6);
   if (ConsumePrefix(rest, "Error ")) e.error = TakeNumber<int>(rest);
   return e;
 }
@@ -209,21 +259,151 @@ std::optional<KmsgEvent> ClassifyExt4(std::string_view message) {
     std::string_view dev = TakeUntilAny(rest, ")");
     if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
     if (rest.starts_with("Remounting filesystem read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
-    if (Contains(rest, "I/O error")) return MakeEvent(KmsgKind::kIoError, dev);
+    // "previous I/O error to superblock detected" repeats an error counted when it happened.
+    if (Contains(rest, "I/O error") && !rest.starts_with("previous I/O error")) return MakeEvent(KmsgKind::kIoError, dev);
   }
   return std::nullopt;
 }
 
-// "FAT-fs (D): error, ..." and "FAT-fs (D): Filesystem has been set read-only" (fs/fat/misc.c):
-// the Pi's boot partition is FAT.
-std::optional<KmsgEvent> ClassifyFat(std::string_view message) {
+// "<FS>-fs (D): rest" of FAT, exFAT and F2FS: the device and the text after it.
+std::optional<std::pair<std::string_view, std::string_view>> FsPrefix(std::string_view message,
+                                                                      std::string_view fs) {
   std::string_view rest = message;
-  if (!ConsumePrefix(rest, "FAT-fs (")) return std::nullopt;
+  if (!ConsumePrefix(rest, fs) || !ConsumePrefix(rest, "-fs (")) return std::nullopt;
   std::string_view dev = TakeUntilAny(rest, ")");
   if (!IsDeviceName(dev) || !ConsumePrefix(rest, "): ")) return std::nullopt;
+  return std::pair{dev, rest};
+}
+
+// "FAT-fs (D): error, ..." and "FAT-fs (D): Filesystem has been set read-only" (fs/fat/misc.c):
+// the Pi's boot partition is FAT; exFAT (fs/exfat/super.c exfat_fs_error) words them the same.
+std::optional<KmsgEvent> ClassifyFat(std::string_view message, std::string_view fs) {
+  auto split = FsPrefix(message, fs);
+  if (!split) return std::nullopt;
+  auto [dev, rest] = *split;
   if (rest.starts_with("Filesystem has been set read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
   if (rest.starts_with("error,")) return MakeEvent(KmsgKind::kFilesystemError, dev);
   return std::nullopt;
+}
+
+// "F2FS-fs (D): ..." (fs/f2fs/super.c f2fs_printk): the filesystem stopped (f2fs_stop_checkpoint,
+// 6.x "Stopped filesystem due to reason: %d"; "Remounting filesystem read-only"), or found an
+// inconsistency: its messages say "corrupt", "inconsistent", "sanity check" or "run fsck".
+std::optional<KmsgEvent> ClassifyF2fs(std::string_view message) {
+  auto split = FsPrefix(message, "F2FS");
+  if (!split) return std::nullopt;
+  auto [dev, rest] = *split;
+  if (rest.starts_with("Stopped filesystem due to reason") || rest.starts_with("Remounting filesystem read-only"))
+    return MakeEvent(KmsgKind::kRemountRo, dev);
+  const std::string lower = Lower(rest);
+  std::string_view l = lower;
+  bool sanity = false;
+  if (std::size_t at = l.find("sanity"); at != std::string_view::npos) {
+    std::string_view after = l.substr(at + 6);
+    sanity = after.starts_with("check") || (after.size() > 1 && after.substr(1).starts_with("check"));
+  }
+  if (sanity || Contains(l, "corrupt") || Contains(l, "inconsisten") || Contains(l, "fsck"))
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
+  return std::nullopt;
+}
+
+// btrfs (fs/btrfs/messages.c, super.c btrfs_printk):
+//   "BTRFS <level> (device D[ state S]): text"   level: emergency alert critical error warning notice info
+//   "BTRFS: error (device D[ state S]) in func:line: errno=N text"   (btrfs_handle_fs_error)
+// Error levels and checksum/tree/I-O failures at any level are filesystem errors, "forced readonly"
+// is the filesystem going read-only, "bdev D errs: wr N, rd N, ..." the device's error counters.
+std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
+  std::string_view rest = message;
+  if (!ConsumePrefix(rest, "BTRFS")) return std::nullopt;
+  // The state follows the name: "(device sda3 state EA)" (6.x), "(device sda3: state E)" (5.x).
+  if (ConsumePrefix(rest, ": error (device ")) {
+    std::string_view dev = TakeUntilAny(rest, " ):");
+    if (!IsDeviceName(dev)) return std::nullopt;
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
+  }
+  if (!ConsumePrefix(rest, " ")) return std::nullopt;
+  std::string_view level = TakeUntilAny(rest, " ");
+  if (!ConsumePrefix(rest, " (device ")) return std::nullopt;
+  std::string_view dev = TakeUntilAny(rest, " ):");
+  if (!IsDeviceName(dev)) return std::nullopt;
+  std::size_t close = rest.find("): ");
+  if (close == std::string_view::npos) return std::nullopt;
+  rest.remove_prefix(close + 3);
+  if (rest == "forced readonly") return MakeEvent(KmsgKind::kRemountRo, dev);
+  if (rest.starts_with("bdev ") && Contains(rest, " errs: wr ")) return MakeEvent(KmsgKind::kIoError, dev);
+  if (level == "error" || level == "critical" || level == "alert" || level == "emergency")
+    return MakeEvent(KmsgKind::kFilesystemError, dev);
+  static constexpr std::array<std::string_view, 11> kFailures{
+      "csum failed",       "checksum verify failed", "csum mismatch",   "bad tree block",
+      "parent transid verify failed", "level verify failed", "read error corrected", "unable to fixup",
+      "i/o error",         "IO failure",             "failed to repair"};
+  for (std::string_view f : kFailures)
+    if (Contains(rest, f)) return MakeEvent(KmsgKind::kFilesystemError, dev);
+  return std::nullopt;
+}
+
+// Text of an mmc host controller's message after its "mmcN: " (pr_err with mmc_hostname) or its
+// "<driver> <platform device>: " (dev_err) prefix: sdhci, bcm2835 (upstream sdhost), Raspberry Pi's
+// bcm2835-sdhost, cqhci.
+std::optional<KmsgKind> MmcHostKind(std::string_view rest) {
+  // One scan per distinctive word; the rest are prefix or suffix compares (the common mmc line
+  // is none of these and must stay cheap).
+  // bcm2835-sdhost: pr_warn without '\n', so on old kernels the next printk may be glued to it.
+  if (Contains(rest, "reducing overclock due to errors")) return KmsgKind::kOverclockReduced;
+  // bcm2835(-sdhost) "%s transfer error - HSTS %x": CRC7/CRC16/FIFO errors (data->error = -EILSEQ);
+  // "%s timeout error - HSTS %x": a read/write timeout.
+  if (std::size_t at = rest.find(" error - HSTS "); at != std::string_view::npos) {
+    std::string_view head = rest.substr(0, at);
+    if (head.ends_with(" transfer") || head == "transfer") return KmsgKind::kCrcError;
+    if (head.ends_with(" timeout") || head == "timeout") return KmsgKind::kTimeout;
+  }
+  // "unexpected command %d error": a command error that is not a timeout (-EILSEQ).
+  if (rest.starts_with("unexpected command ") && EndsWith(rest, " error")) return KmsgKind::kCrcError;
+  // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835(-sdhost) "timeout waiting for
+  // hardware interrupt.", "[previous ]command [%d ]never completed.", "PIO %s timeout - EDM %x",
+  // "command %d timeout", "previous command (%d) not complete", "wait_transfer_complete - still
+  // waiting", "%s: timeout (%d ms)"; sdhci "Reset 0x%x never completed.", "Controller never
+  // released inhibit bit(s).", cqhci "cqhci: timeout for tag %d".
+  if (rest.starts_with("Timeout waiting for hardware") || rest.starts_with("timeout waiting for hardware") ||
+      (rest.starts_with("PIO ") && Contains(rest, " timeout - EDM")) ||
+      (rest.starts_with("command ") && EndsWith(rest, " timeout")) ||
+      (rest.starts_with("previous command (") && Contains(rest, ") not complete")) ||
+      rest.starts_with("wait_transfer_complete - still waiting") ||
+      (EndsWith(rest, " ms)") && Contains(rest, ": timeout (")) || rest.starts_with("cqhci: timeout for tag") ||
+      rest.starts_with("Controller never released inhibit") || Contains(rest, "never completed"))
+    return KmsgKind::kTimeout;
+  // cqhci-core.c: the engine would not halt, clear its tasks or leave the halt state; a WARN of a
+  // task completion for no task ("cqhci: spurious TCN for tag %d", seen on the Pi 5).
+  if (rest.starts_with("cqhci: ") &&
+      (Contains(rest, "CQE failed to exit halt state") || Contains(rest, "Failed to clear tasks") ||
+       Contains(rest, "Failed to halt") || Contains(rest, "CQE stuck on") || Contains(rest, "spurious ")))
+    return KmsgKind::kCqeError;
+  return std::nullopt;
+}
+
+// An mmc message carrying an errno, after its "mmcN: ", "mmcblkN: " or controller prefix:
+// drivers/mmc/core/*.c "error %d whilst initialising SD card", "error %d transferring data,
+// sector ...", "error %d sending stop command, ...", "error %d requesting status", "cache flush
+// error %d", "%s failed, error %d". Not setup failures that carry one ("Failed to enable CQE",
+// "failed to initialize"), nor the errors of MMC_IOC_CMD ioctls from userspace (mmc-utils:
+// "__mmc_blk_ioctl_cmd: cmd error %d").
+std::optional<KmsgEvent> MmcErrno(std::string_view rest) {
+  std::size_t at = rest.find("error -");
+  if (at == std::string_view::npos || (at != 0 && rest[at - 1] != ' ')) return std::nullopt;
+  if (rest.starts_with("Failed to enable CQE") || Contains(rest, "failed to initialize") ||
+      rest.starts_with("__mmc_blk_ioctl_cmd"))
+    return std::nullopt;
+  std::string_view num = rest.substr(at + 6);
+  auto err = TakeNumber<int>(num);
+  if (!err) return std::nullopt;
+  KmsgEvent e = MakeEvent(KindOfMmcErrno(*err), {});
+  e.error = err;
+  std::size_t s = rest.find(", sector ");
+  if (s != std::string_view::npos) {
+    std::string_view sector = rest.substr(s + 9);
+    e.sector = TakeNumber<std::uint64_t>(sector);
+  }
+  return e;
 }
 
 // Messages of the mmc core and host drivers: "mmc0: ..." (host) or "mmcblk0: ..." (disk).
@@ -239,16 +419,15 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
   if (!host && !disk) return std::nullopt;
   auto event = [&](KmsgKind kind) { return host ? MakeEvent(kind, {}, name) : MakeEvent(kind, name); };
 
-  // drivers/mmc/host/bcm2835-sdhost.c (Pi <= 3): pr_warn without '\n', so on old kernels the next
-  // printk may be glued to it: match anywhere.
-  if (Contains(rest, "reducing overclock due to errors")) return event(KmsgKind::kOverclockReduced);
+  if (auto kind = MmcHostKind(rest)) return event(*kind);
   // drivers/mmc/core/core.c mmc_cqe_recovery
   if (rest.starts_with("running CQE recovery")) return event(KmsgKind::kCqeRecovery);
   // drivers/mmc/core/bus.c mmc_remove_card: "card %04x removed"; old core "Card removed during transfer!"
   if ((rest.starts_with("card ") && Contains(rest, " removed")) || rest.starts_with("Card removed during transfer"))
     return event(KmsgKind::kCardRemoved);
-  // drivers/mmc/core/core.c mmc_hw_reset: "tried to HW reset card, got error %d"
-  if (rest.starts_with("tried to HW reset card")) {
+  // drivers/mmc/core/core.c mmc_hw_reset / mmc_sw_reset: "tried to HW|SW reset card, got error %d"
+  // (the reset failed); 3.x mmc_do_hw_reset "tried to reset card" (a reset was done).
+  if (rest.starts_with("tried to HW reset card") || rest.starts_with("tried to SW reset card")) {
     KmsgEvent e = event(KmsgKind::kCardRemoved);
     std::size_t at = rest.find("error ");
     if (at != std::string_view::npos) {
@@ -257,33 +436,135 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
     }
     return e;
   }
+  if (rest.starts_with("tried to reset card")) return event(KmsgKind::kReset);
   // drivers/mmc/core/block.c: "%s: recovery failed!"
   if (rest.starts_with("recovery failed")) return event(KmsgKind::kCardRemoved);
-  // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835-sdhost "timeout waiting for
-  // hardware interrupt.", bcm2835-sdhost "command never completed.", sdhci "Reset 0x%x never
-  // completed.", cqhci "cqhci: timeout for tag %d", block.c "Card stuck in programming state!".
-  if (rest.starts_with("Timeout waiting for hardware") || rest.starts_with("timeout waiting for hardware") ||
-      Contains(rest, "never completed") || rest.starts_with("cqhci: timeout for tag") ||
-      rest.starts_with("Card stuck") || rest.starts_with("Controller never released inhibit"))
-    return event(KmsgKind::kTimeout);
-  // drivers/mmc/core/*.c: "error %d whilst initialising SD card", "error %d transferring data,
-  // sector ...", "error %d sending stop command, ...", "error %d requesting status",
-  // "cache flush error %d".
-  std::size_t at = rest.find("error -");
-  if (at != std::string_view::npos && (at == 0 || rest[at - 1] == ' ')) {
-    std::string_view num = rest.substr(at + 6);
-    auto err = TakeNumber<int>(num);
-    if (!err) return std::nullopt;
-    KmsgEvent e = event(KindOfMmcErrno(*err));
-    e.error = err;
-    std::size_t s = rest.find(", sector ");
-    if (s != std::string_view::npos) {
-      std::string_view sector = rest.substr(s + 9);
-      e.sector = TakeNumber<std::uint64_t>(sector);
-    }
-    return e;
+  // block.c "Card stuck in programming state!", core "Card stuck being busy!"; 3.x/4.x block.c
+  // "timed out sending r/w cmd command, card status %#x".
+  if (rest.starts_with("Card stuck") || rest.starts_with("timed out sending")) return event(KmsgKind::kTimeout);
+  // 3.x block.c mmc_blk_issue_rw_rq: "r/w command failed, status = %#x"
+  if (rest.starts_with("r/w command failed")) return event(KmsgKind::kIoError);
+  if (auto e = MmcErrno(rest)) {
+    KmsgEvent ev = event(e->kind);
+    ev.error = e->error;
+    ev.sector = e->sector;
+    return ev;
   }
   return std::nullopt;
+}
+
+// A dev_printk() prefix "<driver> <device>: " (drivers/base/core.c __dev_printk: the bound
+// driver's name, else the bus or class name, then dev_name()). The driver is lower-case letters,
+// digits, '-' and '_'; the device name has no space.
+struct DevPrefix {
+  std::string_view driver, name, rest;
+};
+std::optional<DevPrefix> SplitDevPrefix(std::string_view message) {
+  std::size_t space = message.find(' ');
+  if (space == std::string_view::npos || space == 0 || space > 32) return std::nullopt;
+  std::string_view driver = message.substr(0, space);
+  for (char c : driver)
+    if (!(IsLower(c) || IsDigit(c) || c == '-' || c == '_')) return std::nullopt;
+  std::string_view after = message.substr(space + 1);
+  std::size_t sep = after.find(": ");
+  if (sep == std::string_view::npos || sep == 0) return std::nullopt;
+  std::string_view name = after.substr(0, sep);
+  if (name.find(' ') != std::string_view::npos || !IsDeviceName(name)) return std::nullopt;
+  return DevPrefix{driver, name, after.substr(sep + 2)};
+}
+
+KmsgEvent ControllerEvent(KmsgKind kind, std::string_view controller) {
+  KmsgEvent e = MakeEvent(kind, {});
+  e.controller = std::string(controller);
+  return e;
+}
+
+// SCSI (drivers/scsi/{scsi_error,sd}.c) and UAS (drivers/usb/storage/uas.c) messages after the
+// "sd H:C:T:L: [sdX] ", "sd H:C:T:L: ", "scsi hostN: " or "scsi targetH:C:T: " prefix.
+std::optional<KmsgKind> ScsiKind(std::string_view rest) {
+  if (rest.starts_with("tag#")) {  // scmd_printk's "tag#%d "
+    std::size_t sp = rest.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(sp + 1);
+  }
+  // scsi_error.c scsi_timeout / sd: "timing out command, waited %lus"; uas: the SCSI layer aborts
+  // a command that timed out ("uas_eh_abort_handler 0 uas-tag 1 inflight: CMD "); uas_pre_reset /
+  // uas_suspend "%s: timed out" waiting for commands.
+  if (rest.starts_with("timing out command") || rest.starts_with("uas_eh_abort_handler ") ||
+      EndsWith(rest, ": timed out"))
+    return KmsgKind::kTimeout;
+  // uas "uas_eh_device_reset_handler start"; scsi_error.c "%s: Sending BDR", "Sending target
+  // reset to target %d", "Sending BRST chan: %d", "Sending HRST".
+  if (rest.starts_with("uas_eh_device_reset_handler start") || Contains(rest, ": Sending BDR") ||
+      Contains(rest, ": Sending target reset") || Contains(rest, ": Sending BRST") || Contains(rest, ": Sending HRST"))
+    return KmsgKind::kReset;
+  // The disk taken offline: scsi_error.c, scsi_lib.c, sd.c sd_eh_action.
+  if (rest.starts_with("Device offlined - not ready after error recovery") ||
+      rest.starts_with("rejecting I/O to offline device") ||
+      rest.starts_with("Medium access timeout failure. Offlining disk"))
+    return KmsgKind::kCardRemoved;
+  return std::nullopt;
+}
+
+// NVMe controller messages after "nvme nvmeN: " or "nvme <pci function>: " (drivers/nvme/host).
+std::optional<KmsgKind> NvmeKind(std::string_view rest) {
+  // pci.c nvme_timeout: "I/O %d QID %d timeout, aborting|reset controller|completion polled|
+  // disable controller", "I/O %d (%s) QID %d timeout, aborting", 6.6+ "I/O tag %d (%04x) opcode
+  // %#x (%s) QID %d timeout, ...".
+  if (rest.starts_with("I/O ") && Contains(rest, "QID ") && Contains(rest, " timeout, ")) return KmsgKind::kTimeout;
+  if (rest.starts_with("controller is down; will reset") || rest.starts_with("Fw activation timeout, reset controller") ||
+      rest.starts_with("resetting controller") || rest.starts_with("frozen state error detected, reset controller"))
+    return KmsgKind::kReset;
+  if (rest.starts_with("Removing after probe failure")) return KmsgKind::kCardRemoved;
+  return std::nullopt;
+}
+
+// Lines with a dev_printk prefix: SCSI, USB, NVMe and mmc host controllers.
+std::optional<KmsgEvent> ClassifyDevPrefixed(std::string_view message) {
+  auto p = SplitDevPrefix(message);
+  if (!p) return std::nullopt;
+  const std::string_view driver = p->driver;
+  std::string_view rest = p->rest;
+  if (driver == "sd" || driver == "scsi") {
+    std::string_view disk;
+    if (rest.starts_with("[")) {
+      std::size_t close = rest.find("] ");
+      if (close == std::string_view::npos) return std::nullopt;
+      disk = rest.substr(1, close - 1);
+      if (!IsDeviceName(disk)) return std::nullopt;
+      rest.remove_prefix(close + 2);
+    }
+    auto kind = ScsiKind(rest);
+    if (!kind) return std::nullopt;
+    return disk.empty() ? ControllerEvent(*kind, p->name) : MakeEvent(*kind, disk);
+  }
+  if (driver == "usb") {
+    // hub.c hub_port_init: "reset <speed> USB device number %d using %s" (usb_reset_device).
+    if (rest.starts_with("reset ") && Contains(rest, " USB device number ")) return ControllerEvent(KmsgKind::kReset, p->name);
+    return std::nullopt;
+  }
+  if (driver == "nvme") {
+    if (auto kind = NvmeKind(rest)) return ControllerEvent(*kind, p->name);
+    return std::nullopt;
+  }
+  if (driver.starts_with("sdhci") || driver.starts_with("sdhost") || driver.starts_with("bcm2835") ||
+      driver.starts_with("mmc-bcm2835")) {
+    if (auto kind = MmcHostKind(rest)) return ControllerEvent(*kind, p->name);
+    // The mmc core's dev_err(mmc_dev(host), ...): block.c card_busy_detect "error %d requesting status".
+    if (auto e = MmcErrno(rest)) {
+      e->controller = std::string(p->name);
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+// drivers/nvme/host/core.c nvme_log_error: "nvme0n1: Read(0x2) @ LBA 2048, 8 blocks, ... (sct 0x2 / sc 0x81)".
+std::optional<KmsgEvent> ClassifyNvmeDisk(std::string_view message) {
+  auto split = SplitPrefix(message);
+  if (!split || !split->first.starts_with("nvme") || !IsDeviceName(split->first)) return std::nullopt;
+  if (!Contains(split->second, ") @ LBA ")) return std::nullopt;
+  return MakeEvent(KmsgKind::kIoError, split->first);
 }
 
 // Pi firmware: "Under-voltage detected! (0x00050005)" (older raspberrypi-hwmon / firmware driver)
@@ -407,6 +688,8 @@ std::string_view ToString(KmsgKind kind) {
     case KmsgKind::kRemountRo: return "remount_ro";
     case KmsgKind::kUnderVoltage: return "under_voltage";
     case KmsgKind::kCqeRecovery: return "cqe_recovery";
+    case KmsgKind::kCqeError: return "cqe_error";
+    case KmsgKind::kReset: return "reset";
   }
   return "unknown";
 }
@@ -423,10 +706,15 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
       }
       break;
     case 'F':
-      if (auto e = ClassifyFat(message)) return e;
+      if (message.starts_with("FAT-fs")) return ClassifyFat(message, "FAT");
+      if (message.starts_with("F2FS-fs")) return ClassifyF2fs(message);
+      break;
+    case 'e':
+      if (message.starts_with("exFAT-fs")) return ClassifyFat(message, "exFAT");
       break;
     case 'B':
       if (auto e = ClassifyBufferError(message)) return e;
+      if (message.starts_with("BTRFS")) return ClassifyBtrfs(message);
       break;
     case 'A':
     case 'J':
@@ -436,11 +724,27 @@ std::optional<KmsgEvent> ClassifyKmsg(std::string_view message) {
       if (auto e = ClassifyUnderVoltage(message)) return e;
       break;
     case 'm':
-      if (message.starts_with("mmc")) return ClassifyMmc(message);
+      if (message.starts_with("mmc")) {
+        if (auto e = ClassifyMmc(message)) return e;
+        if (auto e = ClassifyDevPrefixed(message)) return e;  // "mmc-bcm2835 3f300000.mmcnr: "
+        return std::nullopt;
+      }
+      break;
+    case 'n':
+      if (message.starts_with("nvme")) {
+        if (auto e = ClassifyDevPrefixed(message)) return e;
+        if (auto e = ClassifyNvmeDisk(message)) return e;
+      }
+      break;
+    case 's':
+    case 'u':
+    case 'b':
+      if (auto e = ClassifyDevPrefixed(message)) return e;
       break;
     default: break;
   }
-  if (Contains(message, " callbacks suppressed")) return ClassifySuppressed(message);
+  if (Contains(message, " callbacks suppressed") || message.starts_with("printk: "))
+    return ClassifySuppressed(message);
   if (Contains(message, " error, dev ")) return ClassifyBlockError(message);
   if (Contains(message, "Undervoltage detected!")) return ClassifyUnderVoltage(message);
   return std::nullopt;

@@ -19,9 +19,10 @@ namespace {
 
 using parsers::KmsgKind;
 
-constexpr KmsgKind kAllKinds[] = {KmsgKind::kIoError,     KmsgKind::kTimeout,          KmsgKind::kCrcError,
-                                  KmsgKind::kCardRemoved, KmsgKind::kOverclockReduced, KmsgKind::kFilesystemError,
-                                  KmsgKind::kRemountRo,   KmsgKind::kCqeRecovery,      KmsgKind::kUnderVoltage};
+constexpr KmsgKind kAllKinds[] = {KmsgKind::kIoError,          KmsgKind::kTimeout,   KmsgKind::kCrcError,
+                                  KmsgKind::kCardRemoved,      KmsgKind::kReset,     KmsgKind::kOverclockReduced,
+                                  KmsgKind::kFilesystemError,  KmsgKind::kRemountRo, KmsgKind::kCqeRecovery,
+                                  KmsgKind::kCqeError,         KmsgKind::kUnderVoltage};
 
 // Cached maps stay small: names of block devices and hosts. A runaway (fuzzed input) is cleared.
 constexpr std::size_t kMaxCache = 1024;
@@ -112,6 +113,26 @@ std::string KmsgDeviceResolver::DiskOfHost(const std::string& host) {
   return found;
 }
 
+std::vector<std::string> KmsgDeviceResolver::DisksBelow(const std::string& controller) {
+  std::vector<std::string> found;
+  if (!SafeName(controller)) return found;
+  const std::string marker = "/" + controller + "/";
+  for (const std::string& disk : util::ListDir(util::JoinPath(sysfs_, "block"))) {
+    char buf[PATH_MAX];
+    const std::string link = util::JoinPath(sysfs_, "block/" + disk);
+    if (::realpath(link.c_str(), buf) == nullptr) continue;
+    if (std::string_view(buf).find(marker) != std::string_view::npos) found.push_back(disk);
+  }
+  return found;
+}
+
+std::string KmsgDeviceResolver::HostOfController(const std::string& controller) {
+  if (!SafeName(controller)) return "";
+  for (const std::string& host : util::ListDir(util::JoinPath(sysfs_, "class/mmc_host")))
+    if (util::LinkBasename(util::JoinPath(sysfs_, "class/mmc_host/" + host + "/device")) == controller) return host;
+  return "";
+}
+
 bool KmsgDeviceResolver::IsDisk(const std::string& disk) const {
   return SafeName(disk) && Exists(util::JoinPath(sysfs_, "block/" + disk));
 }
@@ -125,6 +146,7 @@ std::string_view ToString(KmsgUnattributedReason reason) {
     case KmsgUnattributedReason::kUnmonitored: return "unmonitored";
     case KmsgUnattributedReason::kPreviousDevice: return "previous_device";
     case KmsgUnattributedReason::kLimit: return "limit";
+    case KmsgUnattributedReason::kAmbiguous: return "ambiguous";
   }
   return "unknown";
 }
@@ -172,6 +194,7 @@ void KmsgCounter::Idle() {
     pending_.reset();
   }
   for (const auto& [kind, s] : suppressed_) Count(Unattributed(kind), s.count);
+  suppressed_any_ = 0;
   suppressed_.clear();
 }
 
@@ -181,12 +204,16 @@ void KmsgCounter::Classify(const std::string& message) {
     return;
   }
   std::optional<parsers::KmsgEvent> e = parsers::ClassifyKmsg(message);
+  // A suppressed count of no known call site belongs to the message right after it, or to none.
+  const std::uint64_t any = suppressed_any_;
+  suppressed_any_ = 0;
   if (!e) return;
   if (e->suppressed) {
-    suppressed_[e->kind].count += e->count;
+    if (e->any_kind) suppressed_any_ = e->count;
+    else suppressed_[e->kind].count += e->count;
     return;
   }
-  std::uint64_t n = e->count;
+  std::uint64_t n = e->count + any;
   if (auto it = suppressed_.find(e->kind); it != suppressed_.end()) {
     n += it->second.count;
     suppressed_.erase(it);
@@ -195,6 +222,7 @@ void KmsgCounter::Classify(const std::string& message) {
 }
 
 void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
+  using Reason = KmsgUnattributedReason;
   std::string disk, host;
   if (!e.device.empty()) {
     disk = resolver_->DiskOf(e.device);
@@ -202,8 +230,25 @@ void KmsgCounter::Count(const parsers::KmsgEvent& e, std::uint64_t n) {
   } else if (!e.host.empty()) {
     host = e.host;
     disk = resolver_->DiskOfHost(host);
+  } else if (!e.controller.empty()) {
+    // The disk below the controller now; an mmc controller without a card counts under its host.
+    std::vector<std::string> disks = resolver_->DisksBelow(e.controller);
+    if (disks.size() > 1) {
+      unattributed_[{Reason::kAmbiguous, e.kind}] += n;
+      return;
+    }
+    if (disks.size() == 1) {
+      disk = disks.front();
+      host = resolver_->HostOfDisk(disk);
+    } else {
+      host = resolver_->HostOfController(e.controller);
+      if (host.empty()) {
+        unattributed_[{Reason::kUnmonitored, e.kind}] += n;
+        return;
+      }
+      disk = resolver_->DiskOfHost(host);
+    }
   }
-  using Reason = KmsgUnattributedReason;
   if (disk.empty() && host.empty()) {
     counts_[{disk, host, e.kind}] += n;  // names no device: under-voltage, unclaimed suppressed counts
     return;

@@ -55,6 +55,14 @@ class KmsgDeviceResolver {
   // "mmc0" -> "mmcblk0" from <sysfs>/class/mmc_host/<host>/<host>:*/block/; when the card is gone
   // (card removed) the last disk seen on that host; "" when none was ever seen (SDIO, empty slot).
   std::string DiskOfHost(const std::string& host);
+  // Whole disks whose <sysfs>/block/<disk> resolves through a directory named `controller`
+  // ("nvme0", "0:0:0:0", "host0", "2-1", "fe340000.mmc"), in directory order. Not cached: a USB
+  // port or SCSI host gets another disk when a drive is swapped; read only for the rare lines
+  // that name a controller.
+  std::vector<std::string> DisksBelow(const std::string& controller);
+  // The mmc host whose <sysfs>/class/mmc_host/<host>/device is `controller` ("fe340000.mmc" ->
+  // "mmc0"); "" when none is.
+  std::string HostOfController(const std::string& controller);
   // Whether <sysfs>/block/<disk> exists now (a whole disk). Not cached: disks come and go.
   bool IsDisk(const std::string& disk) const;
   // Whether <sysfs>/class/mmc_host/<host> exists now.
@@ -76,6 +84,8 @@ enum class KmsgUnattributedReason {
                     // by the device filters (or an mmc host sysfs does not know)
   kPreviousDevice,  // logged before the disk of that name appeared again (a new card or medium)
   kLimit,           // more than KmsgCounter::kMaxDevices names were already counted
+  kAmbiguous,       // the message names a controller (SCSI host, USB device, NVMe controller) with
+                    // several disks below it (a multi-LUN card reader): no one disk to count it for
 };
 std::string_view ToString(KmsgUnattributedReason reason);
 using KmsgUnattributed = std::map<std::pair<KmsgUnattributedReason, parsers::KmsgKind>, std::uint64_t>;
@@ -99,7 +109,12 @@ struct KmsgSnapshot {
 //    before it, and the whole line is classified when it is complete;
 //  - "N callbacks suppressed" (no device in the line) gives its N to the next event of the same
 //    kind - the message the kernel prints right after it - or, when none comes within
-//    kSuppressedHorizon records or before the log goes idle, to device="" host="";
+//    kSuppressedHorizon records or before the log goes idle, to device="" host=""; a suppressed
+//    line of a call site of no known kind (parsers::KmsgEvent::any_kind) gives its N to the very
+//    next record if that is counted, and is dropped otherwise;
+//  - a message naming a controller (parsers::KmsgEvent::controller) is counted for the one disk
+//    below it in sysfs, an mmc controller's with no card for its host; none: kUnmonitored,
+//    several: kAmbiguous;
 //  - a partition is counted under its disk; an mmc host's message under the card's disk with the
 //    host label; a disk's message on an mmc card also gets its host label, so that both land in
 //    one series;
@@ -167,6 +182,7 @@ class KmsgCounter {
     int age = 0;  // records since it was logged
   };
   std::map<parsers::KmsgKind, Suppressed> suppressed_;
+  std::uint64_t suppressed_any_ = 0;  // an any_kind suppressed count, for the next record only
 };
 
 class KmsgFollower {
@@ -191,6 +207,9 @@ class KmsgFollower {
   // The counts so far, with zero-valued series for every kind on each disk in `disks` (a counter
   // that appears at 1 loses its first increment in Prometheus' increase()).
   KmsgSnapshot Snapshot(const std::vector<std::string>& disks = {}) const;
+
+  // --path.kmsg as given.
+  const std::string& path() const { return path_; }
 
  private:
   void Loop(int fd);

@@ -340,6 +340,37 @@ TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
 
 // A new device name in every record gave 1.45 M series: names that are not monitored disks are
 // counted without their name, and even monitored names are capped.
+// Lines that name a controller (SCSI host or device, USB device, mmc platform device) count for
+// the one disk below it in sysfs; the fixture's sda sits below 2-1/2-1:1.0/host0/0:0:0:0 and
+// mmcblk0 below fe340000.mmc.
+TEST(KmsgCounter, ControllersCountForTheDiskBelowThem) {
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  c.AddRecord("6,1,0,-;scsi host0: uas_eh_device_reset_handler start\n");
+  c.AddRecord("6,2,0,-;usb 2-1: reset SuperSpeed USB device number 2 using xhci_hcd\n");
+  c.AddRecord("3,3,0,-;sd 0:0:0:0: Device offlined - not ready after error recovery\n");
+  c.AddRecord("3,4,0,-;sd 0:0:0:0: [sda] tag#1 uas_eh_abort_handler 0 uas-tag 2 inflight: CMD IN \n");
+  c.AddRecord("3,5,0,-;sdhci-iproc fe340000.mmc: error -110 requesting status\n");
+  c.AddRecord("4,6,0,-;nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0x10\n");
+  // An unknown call site's count goes to the very next record only if it counts.
+  c.AddRecord("4,7,0,-;__ratelimit: 5 callbacks suppressed\n");
+  c.AddRecord("6,8,0,-;usb 2-1: reset SuperSpeed USB device number 2 using xhci_hcd\n");
+  c.AddRecord("4,9,0,-;__ratelimit: 9 callbacks suppressed\n");
+  c.AddRecord("6,10,0,-;usb 2-1: new SuperSpeed USB device number 3 using xhci_hcd\n");
+  c.AddRecord("6,11,0,-;usb 2-1: reset SuperSpeed USB device number 3 using xhci_hcd\n");
+  c.Idle();
+  KmsgCounts want = {
+      {{"sda", "", KmsgKind::kReset}, 1 + 1 + 6 + 1},
+      {{"sda", "", KmsgKind::kCardRemoved}, 1},
+      {{"sda", "", KmsgKind::kTimeout}, 1},
+      {{"mmcblk0", "mmc0", KmsgKind::kTimeout}, 1},
+  };
+  EXPECT_EQ(c.counts(), want);
+  // No nvme0 in the fixture: counted without a name.
+  KmsgUnattributed unattributed = {{{KmsgUnattributedReason::kUnmonitored, KmsgKind::kReset}, 1}};
+  EXPECT_EQ(c.unattributed(), unattributed);
+}
+
 TEST(KmsgCounter, DeviceNamesAreBounded) {
   using Reason = KmsgUnattributedReason;
   KmsgDeviceResolver r(FaultsPaths().sysfs);
@@ -582,6 +613,38 @@ TEST(KmsgCollector, TextFollowsTheCounts) {
   const std::string third = scrape_text();
   EXPECT_EQ(third, families_text());
   EXPECT_NE(third.find("diskprobe_kernel_log_records_total 3\n"), std::string::npos) << third;
+  follower->Stop();
+}
+
+// dmesg's human text given as --path.kmsg: no line is a record. The collector fails (one log line
+// from the scraper, the message does not change) and shows the log's own counters, not zeros.
+TEST(KmsgCollector, InputWithNoRecordFailsWithTheLogCountersOnly) {
+  TempDir t;
+  const std::string path = t.path() + "/dmesg.txt";
+  std::ofstream(path) << "[    2.226450] mmc0: error -5 whilst initialising MMC card\n"
+                         "[    2.355168] mmc0: command never completed.\n";
+  auto follower = std::make_shared<KmsgFollower>(path, FaultsPaths().sysfs);
+  ASSERT_TRUE(follower->Start());
+  Paths p = FaultsPaths();
+  DeviceList d = Devices(p);
+  ScrapeContext ctx{p, d};
+  KmsgCollector kmsg(follower.get());
+  for (int i = 0; i < 200 && follower->Snapshot().malformed < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto out = Collect(kmsg, ctx);
+  EXPECT_NE(out.result.error.find(path + ": no line read is a /dev/kmsg record"), std::string::npos)
+      << out.result.error;
+  EXPECT_EQ(out.text.find("diskprobe_kernel_messages_total"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("diskprobe_kernel_log_skipped_records_total{reason=\"malformed\"} 2\n"), std::string::npos)
+      << out.text;
+  EXPECT_EQ(Collect(kmsg, ctx).result.error, out.result.error);  // the same text: logged once
+  // One record in the kernel's format and the counts are the log's again.
+  std::ofstream(path, std::ios::app) << "3,1,0,-;mmc0: timeout waiting for hardware interrupt.\n";
+  WaitDrained(*follower, 1);
+  out = Collect(kmsg, ctx);
+  EXPECT_TRUE(out.ok()) << out.result.error;
+  EXPECT_NE(out.text.find("diskprobe_kernel_messages_total{device=\"mmcblk0\",host=\"mmc0\",kind=\"timeout\"} 1\n"),
+            std::string::npos);
   follower->Stop();
 }
 
