@@ -20,7 +20,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross fuzz fuzz-ci
+.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross fuzz fuzz-ci test-nvme-qemu
 
 all: build
 
@@ -62,6 +62,13 @@ check-e2e: configure
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DDISKPROBE_ASAN=ON -DDISKPROBE_UBSAN=ON" \
 	  CTEST_ARGS="-E '^(deploy_|fleet_|prometheus_rules_|dashboards_lint)'"
+
+# The nvme collector in a QEMU guest (emulated NVMe controller, Debian's kernel) against the
+# guest's nvme-cli: about a minute under TCG; not in `make test` (CI's time budget).
+test-nvme-qemu: configure
+	scripts/install-deps.sh qemu
+	cmake --build $(BUILD) -j $(JOBS) --target diskprobe_exporter
+	tests/e2e/nvme_qemu_e2e.sh $(BUILD)/diskprobe_exporter
 
 # Cost of a scrape beside node_exporter; impact and CPU cost of the probes beside fio on an
 # emulated card (root, FUSE and loop devices needed). tests/bench/README.md

@@ -372,6 +372,26 @@ def fleet_overview():
     b.row("Card models per board family")
     b.add(ranking, 24, 8)
 
+    b.row("Projected life")
+    life = [
+        (f'bottomk(10, instance_device:diskprobe_life_left:days{{{FLEET}}})', "days left", "d"),
+        (f'max by (job, instance, device) (instance_device:diskprobe_life_used:ratio{{{FLEET}}})', "life used", "percentunit"),
+        (f'max by (job, instance, device) (instance_device:diskprobe_life_used:rate1d{{{FLEET}}})', "used per day", "percentunit"),
+    ]
+    b.add(table("The ten devices with the least life left",
+                "Days until the wear the device reports about itself (NVMe Percentage Used, eMMC life time estimate "
+                "at its upper bound) reaches 100 % at its recent pace (NVMe: the last day of writes; eMMC: the last "
+                "30 days), recording rule instance_device:diskprobe_life_left:days. A device at 0 % wear, or an "
+                "eMMC whose 10 % code did not move in 30 days, has no projection and is not listed. "
+                "DiskprobeLifeLeftLow fires under 90 days.", "none", life, hide=("Value #B", "Value #C"),
+                keep_job=True, sort="days left",
+                cells={"days left": colour("color-background", [{"color": "red", "value": None}, {"color": "orange", "value": 90},
+                                                                {"color": "green", "value": 365}])},
+                links={"instance": [{"title": "Node detail: ${__data.fields.instance}",
+                                     "url": NODE_URL + "?${__url_time_range}&var-datasource=${datasource}"
+                                            "&var-job=${__data.fields.job}&var-instance=${__data.fields.instance}"}]},
+                columns={"job": 0, "instance": 1, "device": 2, "days left": 3}), 24, 7)
+
     b.row("Latency over time")
     b.add(timeseries("randread p99 (15 min window)",
                      "p99 of the 4 KiB random-read probe per device; dashed red: DiskprobeCardSlow's limit (50 ms).", "s",
@@ -497,6 +517,18 @@ def node_detail():
     b.add(table("eMMC wear", "life_time_estimate per area (1 = 0-10 % used ... 10 = 90-100 %, 11 = exceeded) and pre_eol_info (1 normal, 2 warning, 3 urgent).", "none",
                 [(f'max by (device, type) (diskprobe_mmc_card_life_time_estimate{{{NODE}}})', "life time estimate", "none"),
                  (f'max by (device) (diskprobe_mmc_card_pre_eol_info{{{NODE}}})', "pre-EOL info", "none")]), 12, 5)
+    b.add(table("NVMe health (SMART log)", "Per NVMe disk: Percentage Used (may exceed 100 %), available spare and its "
+                "threshold, composite temperature, media errors and error-log entries over the drive's life, and "
+                "whether the last SMART log read worked (0: see diskprobe_nvme_smart_read_failures_total; permission = "
+                "no CAP_SYS_ADMIN).", "none",
+                [(f'max by (device) (diskprobe_nvme_percentage_used_ratio{{{NODE}}})', "used", "percentunit"),
+                 (f'max by (device) (diskprobe_nvme_available_spare_ratio{{{NODE}}})', "spare", "percentunit"),
+                 (f'max by (device) (diskprobe_nvme_available_spare_threshold_ratio{{{NODE}}})', "spare threshold", "percentunit"),
+                 (f'max by (device) (diskprobe_nvme_temperature_celsius{{{NODE}}})', "temperature", "celsius"),
+                 (f'max by (device) (diskprobe_nvme_media_errors_total{{{NODE}}})', "media errors", "none"),
+                 (f'max by (device) (diskprobe_nvme_error_log_entries_total{{{NODE}}})', "error log entries", "none"),
+                 (f'max by (device) (instance_device:diskprobe_life_left:days{{{NODE}}})', "days left", "d"),
+                 (f'max by (device) (diskprobe_nvme_smart_up{{{NODE}}})', "read ok", "none")]), 12, 5)
 
     b.row("Board and boot configuration")
     b.add(table("Board", "The board model from the device tree.", "none",

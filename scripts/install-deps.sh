@@ -6,6 +6,7 @@
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
 #   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
 #   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
+#   scripts/install-deps.sh qemu    # build + QEMU (x86 system) and nvme-cli for make test-nvme-qemu
 set -euo pipefail
 
 build_pkgs=(g++ cmake ninja-build pkg-config make
@@ -30,13 +31,17 @@ cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-stat
 # Fuzzing (make fuzz, tests/fuzz/README.md): clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev, only recommended by clang-14), llvm-symbolizer (llvm-14) for stack traces.
 fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
+# The NVMe guest test (tests/e2e/nvme_qemu_e2e.sh): QEMU's emulated NVMe controller, nvme-cli as
+# the reference; the guest's kernel and busybox are fetched with apt-get download by the test.
+qemu_pkgs=(qemu-system-x86 nvme-cli python3)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test_pkgs[@]}" "${deploy_pkgs[@]}") ;;
   cross) want+=("${cross_pkgs[@]}") ;;
   fuzz) want+=("${fuzz_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|cross|fuzz]" >&2; exit 2 ;;
+  qemu) want+=("${qemu_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|cross|fuzz|qemu]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -24,6 +24,7 @@
 #include "scrape/scraper.h"
 #include "sources/device_registry.h"
 #include "sources/kmsg_follower.h"
+#include "sources/nvme_health.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -192,7 +193,12 @@ int Run(const Flags& flags) {
     kmsg->SetDeviceFilter(cfg->devices);  // before Start: the ring's old records are held to it too
     kmsg->Start();  // a failure shows at the first scrape (the kmsg collector fails with the reason)
   }
-  Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get()}));
+  std::unique_ptr<NvmeHealthReader> nvme;
+  if (collectors::Needs(chosen, collectors::Source::kNvme)) {
+    nvme = std::make_unique<NvmeHealthReader>(paths.sysfs, flags.devfs, &devices, cfg->health.nvme_interval);
+    nvme->Start();
+  }
+  Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get(), nvme.get()}));
   scraper.SetReloadResult(true, UnixNow());
 
   std::atomic<bool> ready{false};
@@ -230,6 +236,7 @@ int Run(const Flags& flags) {
         cfg = r.config;
         devices.Reconfigure(cfg->devices);
         if (kmsg) kmsg->SetDeviceFilter(cfg->devices);
+        if (nvme) nvme->SetInterval(cfg->health.nvme_interval);
         probes.Reconfigure(probe_config(cfg));
         log::Info("configuration reloaded", {{"config", cfg->source}});
       }
@@ -246,6 +253,7 @@ int Run(const Flags& flags) {
   // beyond 2 s: each gets a bounded wait, then the process leaves without joining them.
   bool clean = server.Stop(std::chrono::milliseconds(800));
   clean = probes.Stop(std::chrono::milliseconds(500)) && clean;
+  if (nvme) clean = nvme->Stop(std::chrono::milliseconds(300)) && clean;
   devices.Stop();
   if (!clean) {
     log::Warn("stopped; abandoned a stuck probe operation or an idle HTTP connection");

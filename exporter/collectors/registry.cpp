@@ -7,6 +7,7 @@
 #include "collectors/mmc_card.h"
 #include "collectors/mmc_ios.h"
 #include "collectors/mounts.h"
+#include "collectors/nvme.h"
 #include "collectors/probes.h"
 
 namespace diskprobe::collectors {
@@ -36,6 +37,9 @@ const std::vector<CollectorInfo>& AllCollectors() {
        &Make<MountsCollector>},
       {"kmsg", "kernel log messages of failing cards, followed from --path.kmsg in a thread", true, Source::kKmsg,
        [](const Dependencies& d) -> std::unique_ptr<Collector> { return std::make_unique<KmsgCollector>(d.kmsg); }},
+      {"nvme", "NVMe SMART / Health Information log (wear, spare, temperature, errors), read in a thread", true,
+       Source::kNvme,
+       [](const Dependencies& d) -> std::unique_ptr<Collector> { return std::make_unique<NvmeCollector>(d.nvme); }},
   };
   return kAll;
 }

@@ -11,6 +11,7 @@
 
 namespace diskprobe {
 class KmsgFollower;
+class NvmeHealthReader;
 class ProbeManager;
 }  // namespace diskprobe
 
@@ -19,7 +20,7 @@ namespace diskprobe::collectors {
 // A background source whose results a collector exports. The wiring runs a source only when an
 // enabled collector needs it: with --no-collector.probes the probes do no I/O at all, as nobody
 // would see their results.
-enum class Source { kNone, kProbes, kKmsg };
+enum class Source { kNone, kProbes, kKmsg, kNvme };
 
 // What collectors are built with. A pointer is null when its source does not run; the
 // collector then behaves as documented in its header (probes: nothing exported; kmsg: fails).
@@ -27,6 +28,7 @@ enum class Source { kNone, kProbes, kKmsg };
 struct Dependencies {
   const ProbeManager* probes = nullptr;  // the probe scheduler (Source::kProbes)
   const KmsgFollower* kmsg = nullptr;    // the kernel log follower, started (Source::kKmsg)
+  const NvmeHealthReader* nvme = nullptr;  // the NVMe SMART log reader, started (Source::kNvme)
 };
 
 struct CollectorInfo {

@@ -159,9 +159,13 @@ void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
 
 // Applies the document `root` onto *cfg, recording problems in `reader`.
 void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
-  if (!r.CheckMap(root, "", {"devices", "probes"})) return;
+  if (!r.CheckMap(root, "", {"devices", "probes", "health"})) return;
   if (!root.IsDefined() || root.IsNull()) return;
   if (root["probes"].IsDefined()) ApplyProbes(root["probes"], r, &cfg->probes);
+  const YAML::Node health = root["health"];
+  if (r.CheckMap(health, "health", {"nvme_interval"}))
+    r.ReadDuration(health, "health", "nvme_interval", &cfg->health.nvme_interval, std::chrono::seconds(1),
+                   std::chrono::hours(24 * 7));
   const YAML::Node devices = root["devices"];
   if (r.CheckMap(devices, "devices", {"include", "exclude", "exclude_unless_included", "skip_empty_removable",
                                           "discovery_interval"})) {

@@ -57,10 +57,16 @@ struct ProbesConfig {
   std::vector<std::string> WriteDirectories() const;
 };
 
+// Background readers of what devices report about their own health (sources/nvme_health.h).
+struct HealthConfig {
+  std::chrono::milliseconds nvme_interval{0};  // between SMART log reads of each NVMe controller
+};
+
 struct Config {
   std::string source;  // file the config came from, or kDefaultConfigName
   DevicesConfig devices;
   ProbesConfig probes;
+  HealthConfig health;
 };
 
 struct LoadResult {

@@ -83,7 +83,7 @@ TEST(Config, EveryBadInputReportedWithPosition) {
                         "(ms, s, m, h, d, w), largest first, e.g. 30s, 5m, 1h30m");
   EXPECT_EQ(got[3],
             f + ":6:3: devices.discovery_intervall: unknown key (known keys: include, exclude, exclude_unless_included, skip_empty_removable, discovery_interval)");
-  EXPECT_EQ(got[4], f + ":7:1: probez: unknown key (known keys: devices, probes)");
+  EXPECT_EQ(got[4], f + ":7:1: probez: unknown key (known keys: devices, probes, health)");
 }
 
 TEST(Config, WrongTypes) {
@@ -580,6 +580,20 @@ TEST(Pattern, MatchingTakesLinearTimeNotExponential) {
   EXPECT_TRUE(p.FullMatch("nvme0n1"));
   EXPECT_FALSE(p.FullMatch("mmcblk0p1"));
   EXPECT_FALSE(p.FullMatch("sd"));
+}
+
+TEST(ConfigHealth, NvmeIntervalDefaultOverrideAndBounds) {
+  EXPECT_EQ(LoadDefault().config->health.nvme_interval, std::chrono::minutes(10));
+  auto r = LoadString("health:\n  nvme_interval: 1h\n", "t.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->health.nvme_interval, std::chrono::hours(1));
+  r = LoadString("health:\n  nvme_interval: 100ms\n", "t.yml");
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString().rfind("t.yml:2:18: health.nvme_interval:", 0), 0u) << r.errors[0].ToString();
+  r = LoadString("health:\n  smart: 1h\n", "t.yml");
+  ASSERT_FALSE(r.config);
+  EXPECT_EQ(r.errors[0].ToString(), "t.yml:2:3: health.smart: unknown key (known keys: nvme_interval)");
 }
 
 }  // namespace
