@@ -6,10 +6,13 @@
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
 #   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
 #   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
+#   scripts/install-deps.sh matrix  # cross + what make matrix / make repo need (debootstrap, hardening-check,
+#                                   # apt-ftparchive, gpg)
 set -euo pipefail
 
+# No libcivetweb-dev: the HTTP server is the exporter's own (prometheus-cpp-dev still depends on it).
 build_pkgs=(g++ cmake ninja-build pkg-config make
-            prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
+            prometheus-cpp-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
             nlohmann-json3-dev libssl-dev libboost-dev liburing-dev libdeflate-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
@@ -30,13 +33,18 @@ cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-stat
 # Fuzzing (make fuzz, tests/fuzz/README.md): clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev, only recommended by clang-14), llvm-symbolizer (llvm-14) for stack traces.
 fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
+# The package matrix and the apt repository (make matrix, make repo, make test-repo; docs/packaging.md):
+# build roots and clean roots of each suite (debootstrap), hardening-check (devscripts), the
+# repository's indexes (apt-ftparchive in apt-utils) and signature (gpg), nspawn to boot a root.
+matrix_pkgs=("${cross_pkgs[@]}" debootstrap devscripts apt-utils gpg systemd-container python3 file)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test_pkgs[@]}" "${deploy_pkgs[@]}") ;;
   cross) want+=("${cross_pkgs[@]}") ;;
   fuzz) want+=("${fuzz_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|cross|fuzz]" >&2; exit 2 ;;
+  matrix) want+=("${matrix_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|cross|fuzz|matrix]" >&2; exit 2 ;;
 esac
 
 missing=()
