@@ -5,6 +5,7 @@
 # the README's three commands (key, source, apt install), and the root boots with systemd-nspawn:
 # the package's service must be active and serve /metrics.
 #   scripts/test-repo.sh <repository directory> [suite...]
+#   TEST_REPO_ARCH=arm64 scripts/test-repo.sh ...   the arm64 (or armhf) packages instead, below
 # Needs root, systemd-nspawn (systemd-container), debootstrap and the Debian mirror. Clean roots
 # are cached in $DISKPROBE_CACHE (default /var/cache/diskprobe-build).
 set -euo pipefail
@@ -45,7 +46,56 @@ safe_cleanup() {
 NSPAWN_PIDS=()
 trap safe_cleanup EXIT
 
+# arm64/armhf (TEST_REPO_ARCH): apt on this machine, with its own state for an empty system of
+# that suite and architecture, the README's source line and key, installs (downloads and
+# resolves) from the repository; the packages are unpacked into an empty root and the exporter
+# runs from it under qemu-user. Maintainer scripts and the unit need binfmt_misc, which this
+# test does not register on a shared machine: amd64 covers them.
+test_foreign() {
+  local suite=$1 arch=$2 qemu apt_dir root n=0 d
+  root=$work/root-$suite-$arch
+  case "$arch" in arm64) qemu=qemu-aarch64-static ;; armhf) qemu=qemu-arm-static ;; esac
+  apt_dir=$work/apt-$suite-$arch
+  mkdir -p "$apt_dir"/{lists/partial,archives/partial,etc/preferences.d} "$root"
+  : >"$apt_dir/status"
+  curl -fsSL "$url/diskprobe-archive-keyring.gpg" -o "$apt_dir/diskprobe.gpg"
+  { printf 'deb [arch=%s] http://deb.debian.org/debian %s main\n' "$arch" "$suite"
+    printf 'deb [arch=%s] http://deb.debian.org/debian-security %s-security main\n' "$arch" "$suite"
+    printf 'deb [arch=%s signed-by=%s] %s %s main\n' "$arch" "$apt_dir/diskprobe.gpg" "$url" "$suite"; } >"$apt_dir/etc/sources.list"
+  source scripts/sysroot-apt.sh
+  sysroot_apt_opts "$arch" "$apt_dir"
+  if apt-get "${apt_opts[@]}" update >"$work/apt-$suite-$arch.log" 2>&1 &&
+     apt-get "${apt_opts[@]}" install -y --download-only diskprobe-exporter >>"$work/apt-$suite-$arch.log" 2>&1; then
+    ok "$suite $arch: apt (empty $suite $arch system) resolved and fetched $(ls "$apt_dir"/archives/diskprobe-exporter_*.deb | xargs -n1 basename) from $url with $(ls "$apt_dir"/archives/*.deb | wc -l) packages"
+    grep -E "127\.0\.0\.1" "$work/apt-$suite-$arch.log" | sed 's/^/  /'
+  else
+    fail "$suite $arch: apt install from the repository"; tail -20 "$work/apt-$suite-$arch.log" >&2; return
+  fi
+  check "$suite $arch: the repository's signature was checked" bash -c "! grep -qiE 'not signed|NO_PUBKEY|insecure' '$work/apt-$suite-$arch.log'"
+  for d in "$apt_dir"/archives/*.deb; do dpkg-deb -x "$d" "$root"; n=$((n + 1)); done
+  for d in lib bin sbin; do [ -e "$root/$d" ] || ln -s "usr/$d" "$root/$d"; done
+  "$qemu" -L "$root" "$root/usr/bin/diskprobe_exporter" --config.file="$root/etc/diskprobe_exporter/config.yml" \
+    --web.listen-address=127.0.0.1:0 2>"$work/exporter-$suite-$arch.log" &
+  E2E_PIDS+=($!)
+  local addr="" code
+  for i in $(seq 1 300); do
+    addr=$(sed -n 's/.*msg=listening address=\([0-9.:]*\).*/\1/p' "$work/exporter-$suite-$arch.log" | head -n1)
+    [ -n "$addr" ] && break
+    kill -0 "${E2E_PIDS[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  code=$(curl -s -o "$work/metrics-$suite-$arch.txt" -w '%{http_code}' --max-time 30 "http://$addr/metrics" || true)
+  check "$suite $arch: the installed exporter under $qemu serves /metrics: $code, $(grep '^diskprobe_build_info' "$work/metrics-$suite-$arch.txt" 2>/dev/null)" \
+    bash -c "[ '$code' = 200 ] && grep -q '^diskprobe_build_info' '$work/metrics-$suite-$arch.txt'"
+  kill "${E2E_PIDS[-1]}" 2>/dev/null || true
+}
+
 for suite in "${suites[@]}"; do
+  if [ "${TEST_REPO_ARCH:-amd64}" != amd64 ]; then
+    log "$suite ${TEST_REPO_ARCH}: apt from the repository for an empty system, run under qemu"
+    test_foreign "$suite" "$TEST_REPO_ARCH"
+    continue
+  fi
   log "$suite: clean root"
   base=$cache/root-$suite-amd64-systemd
   if [ ! -x "$base/bin/systemctl" ]; then
