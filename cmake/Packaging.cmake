@@ -73,7 +73,11 @@ install(FILES ${CMAKE_SOURCE_DIR}/config/default.yml DESTINATION /etc/diskprobe_
 # ARGS for the unit's command line, as /etc/default/prometheus-node-exporter (a conffile).
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/default DESTINATION /etc/default RENAME diskprobe_exporter
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
-install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION /lib/systemd/system)
+# Debian 13 is merged-/usr and lintian there rejects /lib (aliased-location): trixie packages
+# install the unit in /usr/lib/systemd/system (scripts/build-deb.sh); Debian 12's in /lib, as
+# debhelper does there.
+set(DISKPROBE_SYSTEMD_UNIT_DIR "/lib/systemd/system" CACHE STRING "Where the package installs the systemd unit")
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION ${DISKPROBE_SYSTEMD_UNIT_DIR})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.sysusers DESTINATION lib/sysusers.d
         RENAME diskprobe_exporter.conf)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION share/doc/diskprobe-exporter/examples)
