@@ -104,11 +104,24 @@ foreach(pair "docs/diskprobe_exporter.1:diskprobe_exporter.1.gz" "deploy/debian/
   list(APPEND diskprobe_gz_files ${CMAKE_BINARY_DIR}/packaging/${gz})
 endforeach()
 # A package with a Debian revision is not native: its changelog is changelog.Debian.gz (Policy
-# 12.7), with an entry for the revision above the project's entries. The entry reuses the date of
-# the newest project entry, so the package stays reproducible.
+# 12.7), with an entry for the revision above the project's entries. The entry's date is that of
+# the source's last commit (lintian wants it newer than the entry below; a fixed date keeps the
+# package reproducible), or the configure time outside a Git checkout.
 set(diskprobe_changelog ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
 if(DISKPROBE_DEB_REVISION)
-  file(STRINGS ${CMAKE_SOURCE_DIR}/deploy/debian/changelog diskprobe_trailer REGEX "^ -- " LIMIT_COUNT 1)
+  find_package(Git QUIET)
+  set(diskprobe_epoch "")
+  if(GIT_EXECUTABLE)
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${CMAKE_SOURCE_DIR} log -1 --format=%ct
+                    OUTPUT_VARIABLE diskprobe_epoch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+  if(diskprobe_epoch)
+    set(ENV{SOURCE_DATE_EPOCH} "${diskprobe_epoch}")  # string(TIMESTAMP) honours it
+  endif()
+  string(TIMESTAMP diskprobe_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/deploy/debian/changelog diskprobe_maintainer REGEX "^ -- " LIMIT_COUNT 1)
+  string(REGEX REPLACE "^( -- [^>]*>).*" "\\1" diskprobe_maintainer "${diskprobe_maintainer}")
+  set(diskprobe_trailer "${diskprobe_maintainer}  ${diskprobe_date}")
   file(READ ${CMAKE_SOURCE_DIR}/deploy/debian/changelog diskprobe_changelog_text)
   file(WRITE ${CMAKE_BINARY_DIR}/packaging/changelog.Debian
        "diskprobe-exporter (${PROJECT_VERSION}-${DISKPROBE_DEB_REVISION}) ${DISKPROBE_DEB_DISTRIBUTION}; urgency=medium\n\n"
@@ -117,7 +130,7 @@ if(DISKPROBE_DEB_REVISION)
   set(diskprobe_changelog ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz)
   add_custom_command(OUTPUT ${diskprobe_changelog}
                      COMMAND ${GZIP_EXECUTABLE} -9n -c ${CMAKE_BINARY_DIR}/packaging/changelog.Debian > ${diskprobe_changelog}
-                     DEPENDS ${CMAKE_SOURCE_DIR}/deploy/debian/changelog VERBATIM)
+                     DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.Debian VERBATIM)
   list(APPEND diskprobe_gz_files ${diskprobe_changelog})
 endif()
 add_custom_target(packaging_docs ALL DEPENDS ${diskprobe_gz_files})
