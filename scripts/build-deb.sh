@@ -45,10 +45,15 @@ if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
   mounts=()
   cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done; }
   trap cleanup EXIT
-  for d in /proc /dev "$src" "$cache" "$out"; do
+  # The Git directory too when it lies outside the checkout (a worktree): CMake reads the
+  # revision for diskprobe_build_info from it.
+  gitdir=$(git -C "$src" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  case "$gitdir" in "$src"/*|"") gitdir= ;; esac
+  for d in /proc /dev "$src" "$cache" "$out" ${gitdir:+"$gitdir"}; do
     mkdir -p "$d" "$root$d"
     mount --bind "$d" "$root$d"
     mounts+=("$root$d")
+    [ "$d" = "$gitdir" ] && mount -o remount,bind,ro "$root$d"  # read only: the revision is all it gives
   done
   chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DISKPROBE_IN_BUILD_ROOT=1 \
     DISKPROBE_CACHE="$cache" JOBS="${JOBS:-2}" bash "$src/scripts/build-deb.sh" "$suite" "$arch" "$out"
