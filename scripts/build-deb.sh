@@ -53,7 +53,7 @@ if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
     mkdir -p "$d" "$root$d"
     mount --bind "$d" "$root$d"
     mounts+=("$root$d")
-    [ "$d" = "$gitdir" ] && mount -o remount,bind,ro "$root$d"  # read only: the revision is all it gives
+    if [ "$d" = "$gitdir" ]; then mount -o remount,bind,ro "$root$d"; fi  # read only: the revision is all it gives
   done
   chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DISKPROBE_IN_BUILD_ROOT=1 \
     DISKPROBE_CACHE="$cache" JOBS="${JOBS:-2}" bash "$src/scripts/build-deb.sh" "$suite" "$arch" "$out"
