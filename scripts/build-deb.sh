@@ -18,7 +18,7 @@
 #    paths, so the sysroots' recorded paths stay valid.
 # Cross builds use a sysroot of the suite's packages for the architecture ($DISKPROBE_CACHE/
 # sysroot-<suite>-<arch>, scripts/make-sysroot.sh), as scripts/cross-test.sh does.
-# DISKPROBE_CACHE defaults to /var/cache/diskprobe-build (sysroots and build roots: about 1.5 GB
+# DISKPROBE_CACHE defaults to /var/cache/diskprobe-build (sysroots, build roots, build trees: several GB
 # for the whole matrix, outside the repository). Needs root for the chroot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
