@@ -17,7 +17,7 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(bookworm trixie)
 cache=${DISKPROBE_CACHE:-/var/cache/diskprobe-build}
 source tests/e2e/lib.sh  # check, ok, fail, free_port, E2E_WORK, E2E_PIDS
-source tests/deploy/nspawn_lib.sh
+source tests/e2e/nspawn_lib.sh
 work=$E2E_WORK
 for tool in systemd-nspawn debootstrap python3 nsenter; do
   command -v "$tool" >/dev/null || { echo "missing $tool: scripts/install-deps.sh matrix" >&2; exit 1; }

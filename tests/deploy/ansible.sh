@@ -197,7 +197,7 @@ if ! command -v systemd-nspawn >/dev/null; then
 fi
 systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHINE" -D "$R3" --boot >nspawn.log 2>&1 &
 NSPAWN_PID=$!
-source "$SRC/tests/deploy/nspawn_lib.sh"
+source "$SRC/tests/e2e/nspawn_lib.sh"
 LEADER=$(nspawn_leader "$NSPAWN_PID")
 echo "$LEADER" >leader.pid
 cat >nsx <<EOF

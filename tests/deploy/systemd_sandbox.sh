@@ -108,7 +108,7 @@ systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHIN
   --bind-ro="$SRC/deploy/systemd/diskprobe_exporter.sysusers:/etc/sysusers.d/diskprobe_exporter.conf" \
   --capability=CAP_SYSLOG --bind=/dev/kmsg --bind="$LOOP" --boot -- systemd.firstboot=off systemd.unit=basic.target >nspawn.log 2>&1 &
 NSPAWN_PID=$!
-source "$SRC/tests/deploy/nspawn_lib.sh"
+source "$SRC/tests/e2e/nspawn_lib.sh"
 LEADER=$(nspawn_leader "$NSPAWN_PID")
 [ -n "$LEADER" ] || { tail -20 nspawn.log >&2; echo "FAIL: the container did not start systemd" >&2; exit 1; }
 ct() { nsenter --target "$LEADER" --mount --uts --ipc --net --pid --root --wd -- "$@"; }
