@@ -9,7 +9,15 @@
 # Extra arguments for the exporter: make run ARGS="--log.level=debug"
 
 BUILD    ?= build
-JOBS     ?= 2
+# Compile jobs: one per core, as many as the available memory holds (scripts/pick-jobs.sh, about
+# 700 MB each), so `make run` works on a 512 MB or 1 GB Pi. JOBS=N to choose.
+ifeq ($(origin JOBS),undefined)
+JOBS_PICKED := $(shell scripts/pick-jobs.sh)
+JOBS := $(firstword $(JOBS_PICKED))
+JOBS_WHY := $(wordlist 2,99,$(JOBS_PICKED))
+else
+JOBS_WHY := JOBS given
+endif
 ARGS     ?=
 CMAKE_FLAGS ?=
 # Warnings as errors: off for users (a newer compiler's new warning must not stop `make run`), on
@@ -20,7 +28,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross fuzz fuzz-ci test-nvme-qemu
+.PHONY: all deps deps-test configure build run test check check-e2e test-asan bench clean test-cross fuzz fuzz-ci \
+        matrix test-matrix repo test-repo test-nvme-qemu
 
 all: build
 
@@ -34,6 +43,7 @@ configure:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISKPROBE_BUILD_TESTS=ON -DDISKPROBE_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 build: deps configure
+	@echo "make: $(JOBS) compile job(s) ($(JOBS_WHY))"
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -99,5 +109,32 @@ fuzz:
 fuzz-ci:
 	$(MAKE) fuzz FUZZ_SECONDS=15
 
+# The package matrix: Debian 12 (bookworm) and 13 (trixie), each for amd64, arm64 and armhf, built
+# against that suite's own libraries with Debian's hardening flags (scripts/build-deb.sh; trixie in
+# a trixie build root). Not in .ci/run: six Release builds take far longer than CI's budget on 2
+# cores (docs/packaging.md says which part runs where). Root; caches in $(MATRIX_CACHE).
+MATRIX_CACHE ?= /var/cache/diskprobe-build
+MATRIX_SUITES ?= bookworm trixie
+MATRIX_ARCHS ?= amd64 arm64 armhf
+MATRIX_OUT ?= build-deb
+REPO_DIR ?= build-repo
+matrix:
+	scripts/install-deps.sh matrix
+	for s in $(MATRIX_SUITES); do for a in $(MATRIX_ARCHS); do \
+	  DISKPROBE_CACHE=$(MATRIX_CACHE) JOBS=$(JOBS) scripts/build-deb.sh $$s $$a $(MATRIX_OUT) || exit 1; done; done
+
+# Each package of the matrix on a clean system of its suite: lintian, hardening, install, /metrics.
+test-matrix: matrix
+	for s in $(MATRIX_SUITES); do for a in $(MATRIX_ARCHS); do \
+	  DISKPROBE_CACHE=$(MATRIX_CACHE) scripts/test-deb.sh $$s $$a $(MATRIX_OUT)/diskprobe-exporter_*~deb$$(case $$s in bookworm) echo 12;; trixie) echo 13;; esac)_$$a.deb || exit 1; done; done
+
+# The signed apt repository of every matrix package, in $(REPO_DIR) (the key stays outside the
+# repository: scripts/make-repo.sh), and its test: apt on Debian 12 and 13 installs from it.
+repo: matrix
+	scripts/make-repo.sh $(MATRIX_OUT) $(REPO_DIR)
+
+test-repo: repo
+	DISKPROBE_CACHE=$(MATRIX_CACHE) scripts/test-repo.sh $(REPO_DIR)
+
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb build-repo

@@ -15,6 +15,16 @@
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "diskprobe-exporter")  # Debian package names have no underscore
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+# Packages of the build matrix (scripts/build-deb.sh): one per Debian suite, each linked against
+# that suite's libraries (bookworm's libyaml-cpp0.7, trixie's libyaml-cpp0.8), so each carries a
+# suite-specific Debian revision, e.g. 1~deb12 and 1~deb13: 0.1.0-1~deb12 < 0.1.0-1~deb13, so an
+# upgrade from Debian 12 to 13 takes the trixie build. Empty (the default): a native version
+# (0.1.0), as `make test` builds it.
+set(DISKPROBE_DEB_REVISION "" CACHE STRING "Debian revision of the package (1~deb12, 1~deb13; empty: native version)")
+set(DISKPROBE_DEB_DISTRIBUTION "unstable" CACHE STRING "Distribution named in the packaged changelog's entry for DISKPROBE_DEB_REVISION")
+if(DISKPROBE_DEB_REVISION)
+  set(CPACK_DEBIAN_PACKAGE_RELEASE "${DISKPROBE_DEB_REVISION}")
+endif()
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_PACKAGE_CONTACT "diskprobe_exporter maintainers <maintainers@users.noreply.a-seed-2ffc495c.example>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Prometheus exporter for SD cards, eMMC and disks of Raspberry Pi fleets")
@@ -60,7 +70,14 @@ endif()
 # Absolute destinations: outside the /usr prefix by Debian policy.
 install(FILES ${CMAKE_SOURCE_DIR}/config/default.yml DESTINATION /etc/diskprobe_exporter RENAME config.yml
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
-install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION /lib/systemd/system)
+# ARGS for the unit's command line, as /etc/default/prometheus-node-exporter (a conffile).
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/default DESTINATION /etc/default RENAME diskprobe_exporter
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+# Debian 13 is merged-/usr and lintian there rejects /lib (aliased-location): trixie packages
+# install the unit in /usr/lib/systemd/system (scripts/build-deb.sh); Debian 12's in /lib, as
+# debhelper does there.
+set(DISKPROBE_SYSTEMD_UNIT_DIR "/lib/systemd/system" CACHE STRING "Where the package installs the systemd unit")
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION ${DISKPROBE_SYSTEMD_UNIT_DIR})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.sysusers DESTINATION lib/sysusers.d
         RENAME diskprobe_exporter.conf)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION share/doc/diskprobe-exporter/examples)
@@ -86,9 +103,39 @@ foreach(pair "docs/diskprobe_exporter.1:diskprobe_exporter.1.gz" "deploy/debian/
                      DEPENDS ${CMAKE_SOURCE_DIR}/${src} VERBATIM)
   list(APPEND diskprobe_gz_files ${CMAKE_BINARY_DIR}/packaging/${gz})
 endforeach()
+# A package with a Debian revision is not native: its changelog is changelog.Debian.gz (Policy
+# 12.7), with an entry for the revision above the project's entries. The entry's date is that of
+# the source's last commit (lintian wants it newer than the entry below; a fixed date keeps the
+# package reproducible), or the configure time outside a Git checkout.
+set(diskprobe_changelog ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
+if(DISKPROBE_DEB_REVISION)
+  find_package(Git QUIET)
+  set(diskprobe_epoch "")
+  if(GIT_EXECUTABLE)
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${CMAKE_SOURCE_DIR} log -1 --format=%ct
+                    OUTPUT_VARIABLE diskprobe_epoch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+  if(diskprobe_epoch)
+    set(ENV{SOURCE_DATE_EPOCH} "${diskprobe_epoch}")  # string(TIMESTAMP) honours it
+  endif()
+  string(TIMESTAMP diskprobe_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/deploy/debian/changelog diskprobe_maintainer REGEX "^ -- " LIMIT_COUNT 1)
+  string(REGEX REPLACE "^( -- [^>]*>).*" "\\1" diskprobe_maintainer "${diskprobe_maintainer}")
+  set(diskprobe_trailer "${diskprobe_maintainer}  ${diskprobe_date}")
+  file(READ ${CMAKE_SOURCE_DIR}/deploy/debian/changelog diskprobe_changelog_text)
+  file(WRITE ${CMAKE_BINARY_DIR}/packaging/changelog.Debian
+       "diskprobe-exporter (${PROJECT_VERSION}-${DISKPROBE_DEB_REVISION}) ${DISKPROBE_DEB_DISTRIBUTION}; urgency=medium\n\n"
+       "  * Built for ${DISKPROBE_DEB_DISTRIBUTION} against its own libraries.\n\n${diskprobe_trailer}\n\n"
+       "${diskprobe_changelog_text}")
+  set(diskprobe_changelog ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz)
+  add_custom_command(OUTPUT ${diskprobe_changelog}
+                     COMMAND ${GZIP_EXECUTABLE} -9n -c ${CMAKE_BINARY_DIR}/packaging/changelog.Debian > ${diskprobe_changelog}
+                     DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.Debian VERBATIM)
+  list(APPEND diskprobe_gz_files ${diskprobe_changelog})
+endif()
 add_custom_target(packaging_docs ALL DEPENDS ${diskprobe_gz_files})
 install(FILES ${CMAKE_BINARY_DIR}/packaging/diskprobe_exporter.1.gz DESTINATION share/man/man1)
-install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.gz ${CMAKE_BINARY_DIR}/packaging/README.md.gz
+install(FILES ${diskprobe_changelog} ${CMAKE_BINARY_DIR}/packaging/README.md.gz
               ${CMAKE_BINARY_DIR}/packaging/metrics.md.gz ${CMAKE_BINARY_DIR}/packaging/operations.md.gz
               ${CMAKE_BINARY_DIR}/packaging/architecture.md.gz ${CMAKE_SOURCE_DIR}/deploy/debian/copyright
         DESTINATION share/doc/diskprobe-exporter)

@@ -7,10 +7,13 @@
 #   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
 #   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
 #   scripts/install-deps.sh qemu    # build + QEMU (x86 system) and nvme-cli for make test-nvme-qemu
+#   scripts/install-deps.sh matrix  # cross + what make matrix / make repo need (debootstrap, hardening-check,
+#                                   # apt-ftparchive, gpg)
 set -euo pipefail
 
+# No libcivetweb-dev: the HTTP server is the exporter's own (prometheus-cpp-dev still depends on it).
 build_pkgs=(g++ cmake ninja-build pkg-config make
-            prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
+            prometheus-cpp-dev libyaml-cpp-dev libcli11-dev libcrypt-dev
             nlohmann-json3-dev libssl-dev libboost-dev liburing-dev libdeflate-dev)
 test_pkgs=(googletest libgtest-dev libgmock-dev prometheus prometheus-node-exporter curl procps jq python3
            nbdkit libnbd-bin fuse3 fio e2fsprogs socat apache2-utils openssl debootstrap lintian
@@ -34,6 +37,10 @@ fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
 # The NVMe guest test (tests/e2e/nvme_qemu_e2e.sh): QEMU's emulated NVMe controller, nvme-cli as
 # the reference; the guest's kernel and busybox are fetched with apt-get download by the test.
 qemu_pkgs=(qemu-system-x86 nvme-cli python3)
+# The package matrix and the apt repository (make matrix, make repo, make test-repo; docs/packaging.md):
+# build roots and clean roots of each suite (debootstrap), hardening-check (devscripts), the
+# repository's indexes (apt-ftparchive in apt-utils) and signature (gpg), nspawn to boot a root.
+matrix_pkgs=("${cross_pkgs[@]}" debootstrap devscripts apt-utils gpg systemd-container python3 file)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
@@ -41,7 +48,8 @@ case "${1:-build}" in
   cross) want+=("${cross_pkgs[@]}") ;;
   fuzz) want+=("${fuzz_pkgs[@]}") ;;
   qemu) want+=("${qemu_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|cross|fuzz|qemu]" >&2; exit 2 ;;
+  matrix) want+=("${matrix_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|cross|fuzz|qemu|matrix]" >&2; exit 2 ;;
 esac
 
 missing=()

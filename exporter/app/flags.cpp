@@ -74,7 +74,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* f) {
                "Validate the configuration (and --web.config.file when given, certificate and key loaded), "
                "print every error as file:line:col, exit 0 when valid, 1 when not.");
   app.add_option("--web.listen-address", f->listen,
-                 "Addresses to listen on: :PORT, HOST:PORT; repeat the flag or separate with commas.")
+                 "Addresses to listen on: :PORT, HOST:PORT, [IPV6]:PORT ([::]:PORT: IPv6 and IPv4); repeat the "
+                 "flag or separate with commas.")
       ->capture_default_str()
       ->delimiter(',');
   app.add_option("--web.config.file", f->web_config_file,

@@ -17,7 +17,9 @@ struct Request {
   std::string path;    // URL-decoded path without the query, e.g. "/metrics"
   std::string query;   // after '?', without it; empty when none
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string remote_addr;  // client IPv4 address, "192.0.2.7"; empty when not from a socket
+  // Client address, "192.0.2.7" or "2001:db8::7" (an IPv4 client of a dual-stack [::] listener:
+  // its IPv4 form); empty when not from a socket.
+  std::string remote_addr;
   // Value of header `name` (case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
 };

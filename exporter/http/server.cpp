@@ -33,31 +33,56 @@ namespace diskprobe::http {
 
 std::optional<std::string> ToListeningPort(std::string_view address, std::string* error) {
   address = util::Trim(address);
-  if (address.empty() || address.front() == '[') {
-    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported; use an IPv4 address or \":PORT\"";
+  const std::string quoted = "listen address \"" + std::string(address) + "\": ";
+  if (address.empty()) {
+    *error = quoted + "want HOST:PORT, [IPV6]:PORT or :PORT";
     return std::nullopt;
   }
-  auto colon = address.rfind(':');
-  if (colon == std::string_view::npos) {
-    *error = "listen address \"" + std::string(address) + "\": want HOST:PORT or :PORT";
+  std::string_view host, port_text;
+  bool v6 = false;
+  if (address.front() == '[') {
+    const auto close = address.find(']');
+    if (close == std::string_view::npos || close + 1 >= address.size() || address[close + 1] != ':') {
+      *error = quoted + "want [IPV6]:PORT";
+      return std::nullopt;
+    }
+    host = address.substr(1, close - 1);
+    port_text = address.substr(close + 2);
+    v6 = true;
+  } else {
+    auto colon = address.rfind(':');
+    if (colon == std::string_view::npos) {
+      *error = quoted + "want HOST:PORT, [IPV6]:PORT or :PORT";
+      return std::nullopt;
+    }
+    host = address.substr(0, colon);
+    port_text = address.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      *error = quoted + "an IPv6 address needs brackets: [" + std::string(host) + "]:" + std::string(port_text);
+      return std::nullopt;
+    }
+  }
+  auto port = util::ParseU64(port_text);
+  if (!port || *port > 65535 || port_text.empty()) {
+    *error = quoted + "port must be a number from 0 to 65535";
     return std::nullopt;
   }
-  std::string_view host = address.substr(0, colon);
-  auto port = util::ParseU64(address.substr(colon + 1));
-  if (!port || *port > 65535 || address.substr(colon + 1).empty()) {
-    *error = "listen address \"" + std::string(address) + "\": port must be a number from 0 to 65535";
-    return std::nullopt;
-  }
-  if (host.find(':') != std::string_view::npos) {
-    *error = "listen address \"" + std::string(address) + "\": IPv6 is not supported";
-    return std::nullopt;
+  std::string h(host);
+  if (v6) {
+    in6_addr a{};
+    if (inet_pton(AF_INET6, h.c_str(), &a) != 1) {
+      *error = quoted + "\"" + h + "\" is not an IPv6 address";
+      return std::nullopt;
+    }
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &a, buf, sizeof buf);
+    return "[" + std::string(buf) + "]:" + std::to_string(*port);
   }
   std::string ip;
   if (host.empty()) {
     ip = "0.0.0.0";
   } else {
     in_addr a{};
-    std::string h(host);
     if (inet_pton(AF_INET, h.c_str(), &a) == 1) {
       ip = h;
     } else {
@@ -67,8 +92,7 @@ std::optional<std::string> ToListeningPort(std::string_view address, std::string
       addrinfo* res = nullptr;
       int rc = getaddrinfo(h.c_str(), nullptr, &hints, &res);
       if (rc != 0 || res == nullptr) {
-        *error = "listen address \"" + std::string(address) + "\": cannot resolve \"" + h +
-                 "\" to an IPv4 address: " + gai_strerror(rc);
+        *error = quoted + "cannot resolve \"" + h + "\" to an IPv4 address: " + gai_strerror(rc);
         return std::nullopt;
       }
       char buf[INET_ADDRSTRLEN];
@@ -154,11 +178,23 @@ std::string Serialize(const Response& resp, bool http11, bool keep_alive, bool h
   return h;
 }
 
-std::string IpString(std::uint32_t ip_be) {
-  char buf[INET_ADDRSTRLEN];
-  in_addr a{};
-  a.s_addr = ip_be;
-  inet_ntop(AF_INET, &a, buf, sizeof buf);
+// The client's address as text, the key of the per-client cap and queues. An IPv4 client of a
+// dual-stack [::] listener arrives as ::ffff:a.b.c.d and is written a.b.c.d, so it is the same
+// client as on an IPv4 listener.
+std::string ClientAddress(const sockaddr_storage& sa) {
+  char buf[INET6_ADDRSTRLEN];
+  if (sa.ss_family == AF_INET6) {
+    const auto& a6 = reinterpret_cast<const sockaddr_in6&>(sa).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+      in_addr a4{};
+      std::memcpy(&a4, &a6.s6_addr[12], sizeof a4);
+      inet_ntop(AF_INET, &a4, buf, sizeof buf);
+    } else {
+      inet_ntop(AF_INET6, &a6, buf, sizeof buf);
+    }
+  } else {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(sa).sin_addr, buf, sizeof buf);
+  }
   return buf;
 }
 
@@ -169,7 +205,7 @@ struct Server::Impl {
   struct Conn {
     std::uint64_t id = 0;
     int fd = -1;
-    std::uint32_t ip = 0;  // network byte order
+    std::string ip;  // client address, ClientAddress()
     void* tls = nullptr;
     State state = State::kHead;
     std::string in;   // received, not yet parsed
@@ -200,7 +236,7 @@ struct Server::Impl {
   void* ssl_ctx = nullptr;  // SSL_CTX of MakeSslContext; null for plain HTTP
   const TlsIo* tls_io = nullptr;
   std::vector<int> listeners;
-  std::vector<std::string> hosts;  // IPv4 host of each listener, as configured
+  std::vector<std::string> hosts;  // host of each listener, as normalised: "0.0.0.0", "[::1]"
   int epfd = -1, wakefd = -1;
   std::thread loop;
   std::vector<std::thread> workers;
@@ -208,14 +244,14 @@ struct Server::Impl {
 
   // Loop thread only.
   std::unordered_map<std::uint64_t, std::unique_ptr<Conn>> conns;
-  std::unordered_map<std::uint32_t, int> per_ip;
+  std::unordered_map<std::string, int> per_ip;
   std::uint64_t next_id = 1;
 
   // Work queue: one FIFO per client address, addresses served in turn.
   std::mutex q_mu;
   std::condition_variable q_cv;
-  std::map<std::uint32_t, std::deque<Job>> queues;
-  std::deque<std::uint32_t> turn;  // addresses with queued jobs, in serving order
+  std::map<std::string, std::deque<Job>> queues;
+  std::deque<std::string> turn;  // addresses with queued jobs, in serving order
   int running = 0;                 // handlers running now, under q_mu
 
   std::mutex done_mu;
@@ -274,14 +310,14 @@ struct Server::Impl {
 
   void Accept(int lfd, Clock::time_point now) {
     for (int k = 0; k < 64; ++k) {
-      sockaddr_in sa{};
+      sockaddr_storage sa{};
       socklen_t len = sizeof sa;
       const int fd = ::accept4(lfd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE) EvictOldestIdle();  // make room; level-triggered: retried
         return;
       }
-      const std::uint32_t ip = sa.sin_addr.s_addr;
+      std::string ip = ClientAddress(sa);
       if (auto it = per_ip.find(ip); it != per_ip.end() && it->second >= limits.max_per_client) {
         ::close(fd);
         continue;
@@ -399,7 +435,7 @@ struct Server::Impl {
       ParsedHead p = ParseRequestHead(std::string_view(c.in).substr(0, end));
       c.in.erase(0, end + skip);
       job.req = std::move(p.req);
-      job.req.remote_addr = IpString(c.ip);
+      job.req.remote_addr = c.ip;
       job.http11 = p.http11;
       job.error = p.error;
       job.head_only = job.req.method == "HEAD";
@@ -413,7 +449,7 @@ struct Server::Impl {
     Enqueue(c.ip, std::move(job));
   }
 
-  void Enqueue(std::uint32_t ip, Job job) {
+  void Enqueue(const std::string& ip, Job job) {
     {
       std::lock_guard<std::mutex> lock(q_mu);
       auto& q = queues[ip];
@@ -522,7 +558,7 @@ struct Server::Impl {
         std::unique_lock<std::mutex> lock(q_mu);
         q_cv.wait(lock, [&] { return stopping.load() || !turn.empty(); });
         if (stopping.load()) return;
-        const std::uint32_t ip = turn.front();
+        const std::string ip = turn.front();
         turn.pop_front();
         auto& q = queues[ip];
         job = std::move(q.front());
@@ -574,16 +610,34 @@ bool Server::Start(const std::vector<std::string>& addresses, int threads, Handl
     auto p = ToListeningPort(a, error);
     if (!p) return false;
     const std::string host = p->substr(0, p->rfind(':'));
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
-    sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p->substr(p->rfind(':') + 1))));
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const auto port = htons(static_cast<std::uint16_t>(std::stoi(p->substr(p->rfind(':') + 1))));
+    sockaddr_storage ss{};
+    socklen_t sa_len = 0;
+    const bool v6 = host.front() == '[';
+    if (v6) {
+      auto& sa = reinterpret_cast<sockaddr_in6&>(ss);
+      sa.sin6_family = AF_INET6;
+      inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &sa.sin6_addr);
+      sa.sin6_port = port;
+      sa_len = sizeof sa;
+    } else {
+      auto& sa = reinterpret_cast<sockaddr_in&>(ss);
+      sa.sin_family = AF_INET;
+      inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+      sa.sin_port = port;
+      sa_len = sizeof sa;
+    }
+    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     const int yes = 1;
+    // [::] is dual-stack whatever net.ipv6.bindv6only says: IPv6 and IPv4 clients on one socket,
+    // as Go's net.Listen on "[::]:PORT" (so [::]:PORT and 0.0.0.0:PORT together are the same
+    // port twice: EADDRINUSE). Any other IPv6 address serves IPv6 only.
+    const int v6only = 0;
     // The longest backlog the kernel allows (net.core.somaxconn): when a connect flood fills a
     // short one, the kernel drops a scraper's SYN and its connect waits for the 1 s retransmit.
     if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        (v6 && ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) != 0) ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&ss), sa_len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
       *error = "cannot listen on " + *p + ": " + std::strerror(errno);
       if (fd >= 0) ::close(fd);
       return false;
@@ -671,10 +725,12 @@ std::vector<std::string> Server::BoundAddresses() const {
   std::vector<std::string> out;
   if (impl_ == nullptr) return out;
   for (std::size_t i = 0; i < impl_->listeners.size(); ++i) {
-    sockaddr_in sa{};
+    sockaddr_storage sa{};
     socklen_t len = sizeof sa;
     if (::getsockname(impl_->listeners[i], reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
-    out.push_back(impl_->hosts[i] + ":" + std::to_string(ntohs(sa.sin_port)));
+    const auto port = sa.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(sa).sin6_port
+                                               : reinterpret_cast<const sockaddr_in&>(sa).sin_port;
+    out.push_back(impl_->hosts[i] + ":" + std::to_string(ntohs(port)));
   }
   return out;
 }

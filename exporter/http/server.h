@@ -36,12 +36,14 @@ struct Response {
 
 using Handler = std::function<Response(const Request&)>;
 
-// Converts a Prometheus-style listen address to "IPv4:PORT".
-//   ":29100"          -> "0.0.0.0:29100" (all IPv4 addresses; the server speaks IPv4 only)
+// Converts a Prometheus-style listen address to "IPv4:PORT" or "[IPv6]:PORT".
+//   ":29100"          -> "0.0.0.0:29100" (all IPv4 addresses, as before IPv6 was supported)
 //   "127.0.0.1:0"     -> "127.0.0.1:0"   (port 0: the kernel picks one; see BoundAddresses)
 //   "localhost:29100" -> the first IPv4 address the name resolves to, e.g. "127.0.0.1:29100"
-// Returns nullopt with *error for IPv6 ("[::]:29100"), a missing or out-of-range port, or a host
-// that does not resolve to IPv4.
+//   "[::]:29100"      -> "[::]:29100"    (dual-stack: every IPv6 and IPv4 address, IPV6_V6ONLY off)
+//   "[::1]:29100"     -> "[::1]:29100"   (IPv6 literals only, in brackets, written as inet_ntop does)
+// Returns nullopt with *error for a missing or out-of-range port, an IPv6 address without
+// brackets or not valid, or a host name that does not resolve to IPv4 (names resolve to IPv4 only).
 std::optional<std::string> ToListeningPort(std::string_view address, std::string* error);
 
 // Splits repeated and comma-separated --web.listen-address values into single addresses.
@@ -92,7 +94,7 @@ class Server {
   // config; http/tls.h ReloadSslContext). False with *error when the server has no TLS or the
   // files don't load; the running settings stay.
   bool ReloadTls(const TlsServerConfig& tls, std::string* error);
-  // "ip:port" per listening socket, with the port the kernel chose for port 0.
+  // "ip:port" or "[ipv6]:port" per listening socket, with the port the kernel chose for port 0.
   std::vector<std::string> BoundAddresses() const;
 
  private:

@@ -197,15 +197,8 @@ if ! command -v systemd-nspawn >/dev/null; then
 fi
 systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHINE" -D "$R3" --boot >nspawn.log 2>&1 &
 NSPAWN_PID=$!
-LEADER=
-# The container's PID 1 is the child of systemd-nspawn that has exec'd systemd (nspawn forks
-# helper children first, which exit).
-for i in $(seq 1 100); do
-  LEADER=$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" { print $1; exit }' || true)
-  [ -n "$LEADER" ] && break
-  kill -0 "$NSPAWN_PID" 2>/dev/null || break
-  sleep 0.1
-done
+source "$SRC/tests/e2e/nspawn_lib.sh"
+LEADER=$(nspawn_leader "$NSPAWN_PID")
 echo "$LEADER" >leader.pid
 cat >nsx <<EOF
 #!/bin/sh

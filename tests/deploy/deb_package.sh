@@ -31,8 +31,14 @@ dpkg-deb -f "$DEB" Depends | sed 's/^/Depends: /'
 check "Depends (dpkg-shlibdeps) has libssl3, libyaml-cpp0.7, libcrypt1" bash -c \
   "dpkg-deb -f '$DEB' Depends | grep -q libssl3 &&
    dpkg-deb -f '$DEB' Depends | grep -q libyaml-cpp0.7 && dpkg-deb -f '$DEB' Depends | grep -q libcrypt1"
-check "conffiles lists /etc/diskprobe_exporter/config.yml" bash -c \
-  "dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/diskprobe_exporter/config.yml"
+check "conffiles lists /etc/diskprobe_exporter/config.yml and /etc/default/diskprobe_exporter" bash -c \
+  "dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/diskprobe_exporter/config.yml &&
+   dpkg-deb --ctrl-tarfile '$DEB' | tar -xO ./conffiles | grep -qx /etc/default/diskprobe_exporter"
+# The unit reads ARGS from the defaults file, which sets it empty.
+check "/etc/default/diskprobe_exporter sets ARGS, the unit appends \$ARGS" bash -c \
+  "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./etc/default/diskprobe_exporter | grep -qx 'ARGS=\"\"' &&
+   grep -qx 'EnvironmentFile=-/etc/default/diskprobe_exporter' '$SRC/deploy/systemd/diskprobe_exporter.service' &&
+   grep -q '^ExecStart=/usr/bin/diskprobe_exporter .* \$ARGS\$' '$SRC/deploy/systemd/diskprobe_exporter.service'"
 dpkg-deb -c "$DEB" | awk '{print $6}' >contents.txt
 for f in ./usr/bin/diskprobe_exporter ./etc/diskprobe_exporter/config.yml ./lib/systemd/system/diskprobe_exporter.service \
          ./usr/lib/sysusers.d/diskprobe_exporter.conf ./usr/lib/diskprobe_exporter/libssl.so ./usr/lib/diskprobe_exporter/libcrypto.so \

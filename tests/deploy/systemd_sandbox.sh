@@ -108,13 +108,8 @@ systemd-nspawn -q --register=no --keep-unit --private-network --machine="$MACHIN
   --bind-ro="$SRC/deploy/systemd/diskprobe_exporter.sysusers:/etc/sysusers.d/diskprobe_exporter.conf" \
   --capability=CAP_SYSLOG --bind=/dev/kmsg --bind="$LOOP" --boot -- systemd.firstboot=off systemd.unit=basic.target >nspawn.log 2>&1 &
 NSPAWN_PID=$!
-LEADER=
-for i in $(seq 1 100); do
-  LEADER=$(ps -o pid=,comm= --ppid "$NSPAWN_PID" | awk '$2 == "systemd" { print $1; exit }' || true)
-  [ -n "$LEADER" ] && break
-  kill -0 "$NSPAWN_PID" 2>/dev/null || break
-  sleep 0.1
-done
+source "$SRC/tests/e2e/nspawn_lib.sh"
+LEADER=$(nspawn_leader "$NSPAWN_PID")
 [ -n "$LEADER" ] || { tail -20 nspawn.log >&2; echo "FAIL: the container did not start systemd" >&2; exit 1; }
 ct() { nsenter --target "$LEADER" --mount --uts --ipc --net --pid --root --wd -- "$@"; }
 state=

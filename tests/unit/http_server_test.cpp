@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -35,6 +36,33 @@ class Fd {
  private:
   int fd_;
 };
+
+// A connection to [ip6]:port; fd -1 when connect fails.
+Fd Connect6(const char* ip6, int port) {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET6, ip6, &sa.sin6_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return Fd(-1);
+  }
+  return Fd(fd);
+}
+
+// Whether an IPv6 socket can be bound to ::1 here (a kernel booted with ipv6.disable=1, or a
+// container without IPv6, cannot).
+bool HaveIpv6Loopback() {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  ::close(fd);
+  return ok;
+}
 
 Fd Connect(int port, int rcvbuf = 0) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -288,6 +316,52 @@ TEST_F(ServerTest, StopsAtOnceWithIdleConnections) {
   bool closed = false;
   Receive(idle[0], 1000ms, SIZE_MAX, &closed);
   EXPECT_TRUE(closed);
+}
+
+// [::]:PORT is dual-stack (IPv6 and IPv4 clients on one socket, IPv4 ones named by their IPv4
+// address, so the per-client cap and queues count them as on an IPv4 listener); [::1]:PORT
+// serves IPv6 only.
+TEST(ServerIpv6, DualStackAnyAndIpv6OnlyLoopback) {
+  if (!HaveIpv6Loopback()) {
+    if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") FAIL() << "no IPv6 loopback under CI";
+    GTEST_SKIP() << "no IPv6 loopback on this machine";
+  }
+  auto handle = [](const Request& r) { return Response{200, "text/plain", "from " + r.remote_addr, {}}; };
+  Server any, loop6;
+  std::string err;
+  ASSERT_TRUE(any.Start({"[::]:0"}, 1, handle, &err)) << err;
+  ASSERT_TRUE(loop6.Start({"[::1]:0"}, 1, handle, &err)) << err;
+  const std::string a = any.BoundAddresses().at(0), b = loop6.BoundAddresses().at(0);
+  EXPECT_EQ(a.rfind("[::]:", 0), 0u) << a;
+  EXPECT_EQ(b.rfind("[::1]:", 0), 0u) << b;
+  const int any_port = std::stoi(a.substr(a.rfind(':') + 1)), loop6_port = std::stoi(b.substr(b.rfind(':') + 1));
+
+  Fd v6 = Connect6("::1", any_port);
+  ASSERT_GE(v6.get(), 0);
+  SendAll(v6, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string r6 = ReadResponse(v6);
+  EXPECT_NE(r6.find("HTTP/1.1 200"), std::string::npos) << r6;
+  EXPECT_NE(r6.find("\r\n\r\nfrom ::1"), std::string::npos) << r6;
+
+  Fd v4 = Connect(any_port);
+  SendAll(v4, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string r4 = ReadResponse(v4);
+  EXPECT_NE(r4.find("\r\n\r\nfrom 127.0.0.1"), std::string::npos) << r4;
+
+  Fd only6 = Connect6("::1", loop6_port);
+  ASSERT_GE(only6.get(), 0);
+  SendAll(only6, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(ReadResponse(only6).find("\r\n\r\nfrom ::1"), std::string::npos);
+  // No IPv4 on the [::1] listener's port.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(loop6_port));
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  EXPECT_NE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ::close(fd);
+  EXPECT_TRUE(any.Stop());
+  EXPECT_TRUE(loop6.Stop());
 }
 
 }  // namespace

@@ -20,10 +20,15 @@ TEST(ToListeningPort, PrometheusSyntax) {
   EXPECT_EQ(Port("127.0.0.1:0"), "127.0.0.1:0");
   EXPECT_EQ(Port("10.1.2.3:8080"), "10.1.2.3:8080");
   EXPECT_EQ(Port("localhost:29100"), "127.0.0.1:29100");
-  EXPECT_EQ(Port("[::]:29100"),
-            "ERR listen address \"[::]:29100\": IPv6 is not supported; use an IPv4 address or "
-            "\":PORT\"");
-  EXPECT_EQ(Port("29100"), "ERR listen address \"29100\": want HOST:PORT or :PORT");
+  EXPECT_EQ(Port("[::]:29100"), "[::]:29100");
+  EXPECT_EQ(Port("[::1]:0"), "[::1]:0");
+  EXPECT_EQ(Port("[2001:DB8:0:0::7]:80"), "[2001:db8::7]:80");
+  EXPECT_EQ(Port("::1:29100"), "ERR listen address \"::1:29100\": an IPv6 address needs brackets: [::1]:29100");
+  EXPECT_EQ(Port("[::1]29100"), "ERR listen address \"[::1]29100\": want [IPV6]:PORT");
+  EXPECT_EQ(Port("[::1"), "ERR listen address \"[::1\": want [IPV6]:PORT");
+  EXPECT_EQ(Port("[127.0.0.1]:1"), "ERR listen address \"[127.0.0.1]:1\": \"127.0.0.1\" is not an IPv6 address");
+  EXPECT_EQ(Port("[::1]:65536"), "ERR listen address \"[::1]:65536\": port must be a number from 0 to 65535");
+  EXPECT_EQ(Port("29100"), "ERR listen address \"29100\": want HOST:PORT, [IPV6]:PORT or :PORT");
   EXPECT_EQ(Port(":65536"), "ERR listen address \":65536\": port must be a number from 0 to 65535");
   EXPECT_EQ(Port(":"), "ERR listen address \":\": port must be a number from 0 to 65535");
   EXPECT_EQ(Port("host.invalid:1").rfind("ERR listen address \"host.invalid:1\": cannot resolve", 0), 0u);

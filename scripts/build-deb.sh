@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# One package of the build matrix: diskprobe_exporter for a Debian suite (bookworm = Debian 12,
+# trixie = Debian 13) and architecture (amd64, arm64, armhf), linked against that suite's own
+# libraries, as a .deb with a suite-specific version (0.1.0-1~deb12, 0.1.0-1~deb13), Debian's
+# hardening flags (dpkg-buildflags with hardening=+all: PIE, stack protector, FORTIFY_SOURCE,
+# RELRO and BIND_NOW) and Depends from dpkg-shlibdeps.
+#   scripts/build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]
+# The .deb is written to the output directory (default build-deb/); the build tree is
+# $DISKPROBE_CACHE/build-<suite>-<arch>.
+#
+# Where it builds: with the suite's own compiler, since the C++ library headers, the libraries'
+# symbol versions and the suite's dpkg-buildflags (trixie armhf: 64-bit time_t) belong to it.
+#  - on this machine when it runs the suite (its -dev packages: scripts/install-deps.sh build,
+#    its cross compilers: scripts/install-deps.sh cross);
+#  - otherwise in a build root of the suite, $DISKPROBE_CACHE/buildroot-<suite> (debootstrap,
+#    made once by scripts/make-build-root.sh, with the compilers, CMake and the amd64 -dev
+#    packages), entered with chroot; this repository and the cache are bind-mounted at their own
+#    paths, so the sysroots' recorded paths stay valid.
+# Cross builds use a sysroot of the suite's packages for the architecture ($DISKPROBE_CACHE/
+# sysroot-<suite>-<arch>, scripts/make-sysroot.sh), as scripts/cross-test.sh does.
+# DISKPROBE_CACHE defaults to /var/cache/diskprobe-build (sysroots, build roots, build trees: several GB
+# for the whole matrix, outside the repository). Needs root for the chroot.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+suite=${1:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]}
+arch=${2:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]}
+out=$(realpath -m "${3:-build-deb}")
+cache=${DISKPROBE_CACHE:-/var/cache/diskprobe-build}
+case "$suite" in
+  bookworm) revision=1~deb12 unitdir=/lib/systemd/system ;;
+  trixie) revision=1~deb13 unitdir=/usr/lib/systemd/system ;;
+  *) echo "build-deb: unsupported suite $suite (bookworm, trixie)" >&2; exit 2 ;;
+esac
+case "$arch" in amd64|arm64|armhf) ;; *) echo "build-deb: unsupported architecture $arch" >&2; exit 2 ;; esac
+build=$cache/build-$suite-$arch
+sysroot=$cache/sysroot-$suite-$arch
+here=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+native=$(dpkg --print-architecture)
+
+if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
+  root=$cache/buildroot-$suite
+  scripts/make-build-root.sh "$suite" "$root"
+  [ "$arch" = "$native" ] || SUITE=$suite scripts/make-sysroot.sh "$arch" "$sysroot"
+  mounts=()
+  cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done; }
+  trap cleanup EXIT
+  # The Git directory too when it lies outside the checkout (a worktree): CMake reads the
+  # revision for diskprobe_build_info from it.
+  gitdir=$(git -C "$src" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  case "$gitdir" in "$src"/*|"") gitdir= ;; esac
+  for d in /proc /dev "$src" "$cache" "$out" ${gitdir:+"$gitdir"}; do
+    mkdir -p "$d" "$root$d"
+    mount --bind "$d" "$root$d"
+    mounts+=("$root$d")
+    if [ "$d" = "$gitdir" ]; then mount -o remount,bind,ro "$root$d"; fi  # read only: the revision is all it gives
+  done
+  chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DISKPROBE_IN_BUILD_ROOT=1 \
+    DISKPROBE_CACHE="$cache" JOBS="${JOBS:-2}" bash "$src/scripts/build-deb.sh" "$suite" "$arch" "$out"
+  exit
+fi
+
+# From here on: a machine (or build root) of the suite.
+cmake_args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DDISKPROBE_BUILD_TESTS=OFF
+            -DDISKPROBE_DEB_REVISION="$revision" -DDISKPROBE_DEB_DISTRIBUTION="$suite"
+            -DDISKPROBE_SYSTEMD_UNIT_DIR="$unitdir")
+if [ "$arch" != "$native" ]; then
+  SUITE=$suite scripts/make-sysroot.sh "$arch" "$sysroot"
+  if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then
+    scripts/cross-dpkg-db.sh "$sysroot" "$sysroot.apt/archives"
+  fi
+  cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="cmake/toolchain-$arch.cmake" -DDISKPROBE_SYSROOT="$sysroot")
+fi
+command -v ccache >/dev/null && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Debian's flags for the target architecture, all hardening features on (bindnow is not in the
+# default set). CMake takes CXXFLAGS and LDFLAGS from the environment at the first configure.
+# No -g: the package ships no debug symbols (no -dbgsym package), and -g costs a third of the
+# compile time on a small machine.
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all DEB_CXXFLAGS_MAINT_STRIP=-g DEB_HOST_ARCH=$arch
+CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
+LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
+export CXXFLAGS LDFLAGS
+unset DEB_HOST_ARCH
+echo "build-deb: $suite $arch, version 0.x-$revision" >&2
+echo "build-deb: CXXFLAGS=$CXXFLAGS" >&2
+echo "build-deb: LDFLAGS=$LDFLAGS" >&2
+rm -rf "$build"
+cmake "${cmake_args[@]}" >"$cache/build-$suite-$arch.configure.log" 2>&1 ||
+  { cat "$cache/build-$suite-$arch.configure.log" >&2; exit 1; }
+start=$SECONDS
+cmake --build "$build" -j "${JOBS:-2}"
+echo "build-deb: built in $((SECONDS - start)) s" >&2
+rm -rf "$build/package"
+(cd "$build" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$build/package" >cpack.log 2>&1) ||
+  { cat "$build/cpack.log" >&2; exit 1; }
+deb=$(ls "$build"/package/diskprobe-exporter_*_"$arch".deb)
+mkdir -p "$out"
+cp "$deb" "$out/"
+echo "build-deb: $out/$(basename "$deb")" >&2
