@@ -51,7 +51,7 @@ SEVERITY_MAP = [{"type": "value", "options": {
 P50_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p50_1h"
 P99_1H = "instance_device_probe:diskprobe_probe_latency_seconds:p99_1h"
 # Kernel message kinds that mean the storage failed (docs/metrics.md, kmsg collector).
-KERNEL_ERRORS = "io_error|timeout|crc_error|card_removed|cqe_recovery|filesystem_error|remount_ro|overclock_reduced"
+KERNEL_ERRORS = "io_error|timeout|crc_error|card_removed|cqe_recovery|filesystem_error|remount_ro|overclock_reduced|reset|cqe_error"
 
 
 class Board:
