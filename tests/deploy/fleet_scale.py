@@ -271,10 +271,14 @@ def selector(text):
 def rule_outputs(node, src):
     """The recording rules' series for this node: one per (device, probe) for the instance_device_probe
     rules (only the probe kinds a rule selects), one per SD card for the instance_device ones, one
-    per disk for the one on diskprobe_block_info (their expressions' grouping)."""
+    per disk for the one on diskprobe_block_info, one per device reporting its wear for the life
+    projection (their expressions' grouping)."""
     pairs = {(l["device"], l["probe"]) for n, l in node if n == "diskprobe_probe_runs_total"}
     sd = {l["device"] for n, l in node if n == "diskprobe_mmc_card_info" and l.get("type") == "SD"}
     disks = {l["device"] for n, l in node if n == "diskprobe_block_info"}
+    # The life projection reads the wear a device reports about itself (NVMe, eMMC): none for SD cards.
+    wear = {l["device"] for n, l in node
+            if n in ("diskprobe_nvme_percentage_used_ratio", "diskprobe_mmc_card_life_time_estimate")}
     out = []
     rdir = os.path.join(src, "deploy/prometheus/rules")
     for f in sorted(os.listdir(rdir)):
@@ -289,6 +293,8 @@ def rule_outputs(node, src):
                 kinds = set(only.group(1).split("|")) if only else None
                 if level == "instance_device_probe":
                     out += [(r["record"], {"device": d, "probe": p}) for d, p in sorted(pairs) if kinds is None or p in kinds]
+                elif level == "instance_device" and r["record"].startswith("instance_device:diskprobe_life_"):
+                    out += [(r["record"], {"device": d}) for d in sorted(wear)]
                 elif level == "instance_device" and "diskprobe_block_info" in r["expr"]:
                     out += [(r["record"], {"device": d}) for d in sorted(disks)]
                 elif level == "instance_device":
