@@ -184,8 +184,12 @@ curl -sS "$PROM/api/v1/alerts" | jq -r '.data.alerts[] | "  \(.state) \(.labels.
 # The panel queries after the fault: the failure panels leave out series that stay at zero, and
 # the firing-alerts panel lists firing alerts, so a fleet without a fault leaves them empty.
 log "every panel query of every dashboard"
+# Two panels need what this machine cannot have: an NVMe controller answering the SMART log (the
+# NVMe guest test, tests/e2e/nvme_qemu_e2e.sh, covers those series) and a device whose reported
+# wear moved within the projection's window (the days-left query; its rules have promtool tests,
+# tests/prometheus/rules_life_test.yml). Their queries still run, and must return nothing here.
 python3 "$SRC/tests/e2e/dashboard_queries.py" "$PROM" "$SRC/dashboards/fleet-overview.json" "$SRC/dashboards/node-detail.json" \
-  | tee panels.txt
+  "--no-data=NVMe health (SMART log)" "--no-data=The ten devices with the least life left#A" | tee panels.txt
 check "every panel query returns at least one series" test "${PIPESTATUS[0]}" = 0
 
 python3 "$SRC/tests/e2e/dashboard_queries.py" "$PROM" "$SRC/dashboards/node-detail.json" --annotations | tee annotations.txt
