@@ -283,6 +283,12 @@ std::optional<KmsgEvent> ClassifyFat(std::string_view message, std::string_view 
   auto [dev, rest] = *split;
   if (rest.starts_with("Filesystem has been set read-only")) return MakeEvent(KmsgKind::kRemountRo, dev);
   if (rest.starts_with("error,")) return MakeEvent(KmsgKind::kFilesystemError, dev);
+  // fat_msg(KERN_ERR) when sb_bread failed: fatent.c "FAT read failed (blocknr %llu)", dir.c
+  // "Directory bread(block %llu) failed", inode.c/nfs.c "unable to read boot sector", "unable to
+  // read inode block ...", "unable to read block(%llu) ...": the device returned an error.
+  if (Contains(rest, "read failed") || rest.starts_with("unable to read") ||
+      (rest.starts_with("Directory bread(") && Contains(rest, ") failed")))
+    return MakeEvent(KmsgKind::kIoError, dev);
   return std::nullopt;
 }
 
@@ -302,16 +308,36 @@ std::optional<KmsgEvent> ClassifyF2fs(std::string_view message) {
     std::string_view after = l.substr(at + 6);
     sanity = after.starts_with("check") || (after.size() > 1 && after.substr(1).starts_with("check"));
   }
-  if (sanity || Contains(l, "corrupt") || Contains(l, "inconsisten") || Contains(l, "fsck"))
+  // checkpoint.c "access invalid blkaddr:%u" (f2fs_is_valid_blkaddr: a block address outside its
+  // area, SBI_NEED_FSCK set).
+  if (sanity || Contains(l, "corrupt") || Contains(l, "inconsisten") || Contains(l, "fsck") ||
+      Contains(l, "invalid blkaddr"))
     return MakeEvent(KmsgKind::kFilesystemError, dev);
   return std::nullopt;
+}
+
+// The kind of btrfs_dev_stat_print_on_error's "wr N, rd N, flush N, corrupt N, gen N" (the
+// device's cumulative error counters, printed when one grows): the device failed an I/O when a
+// write, read or flush count is above 0; with those at 0 only checksum (corrupt) or generation
+// mismatches were seen: data that came back wrong, a filesystem error.
+KmsgKind BtrfsDevStatKind(std::string_view counters) {
+  for (std::string_view name : {"wr ", "rd ", "flush "}) {
+    std::size_t at = counters.find(name);
+    if (at == std::string_view::npos || (at != 0 && counters[at - 1] != ' ')) return KmsgKind::kIoError;
+    std::string_view num = counters.substr(at + name.size());
+    auto n = TakeNumber<std::uint64_t>(num);
+    if (!n || *n > 0) return KmsgKind::kIoError;
+  }
+  return KmsgKind::kFilesystemError;
 }
 
 // btrfs (fs/btrfs/messages.c, super.c btrfs_printk):
 //   "BTRFS <level> (device D[ state S]): text"   level: emergency alert critical error warning notice info
 //   "BTRFS: error (device D[ state S]) in func:line: errno=N text"   (btrfs_handle_fs_error)
-// Error levels and checksum/tree/I-O failures at any level are filesystem errors, "forced readonly"
-// is the filesystem going read-only, "bdev D errs: wr N, rd N, ..." the device's error counters.
+// Error levels and checksum/tree/I-O failures at any level are filesystem errors (not "read error
+// corrected", an info line after a repair from another copy: the failure itself was logged before
+// it), "forced readonly" is the filesystem going read-only, "bdev D errs: wr N, rd N, ..." the
+// device's error counters (BtrfsDevStatKind).
 std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
   std::string_view rest = message;
   if (!ConsumePrefix(rest, "BTRFS")) return std::nullopt;
@@ -320,6 +346,14 @@ std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
     std::string_view dev = TakeUntilAny(rest, " ):");
     if (!IsDeviceName(dev)) return std::nullopt;
     return MakeEvent(KmsgKind::kFilesystemError, dev);
+  }
+  // 3.x-5.x volumes.c btrfs_dev_stat_print_on_error without the device prefix: "BTRFS: bdev
+  // /dev/sda1 errs: wr N, rd N, flush N, corrupt N, gen N".
+  if (ConsumePrefix(rest, ": bdev ")) {
+    std::string_view dev = TakeUntilAny(rest, " ");
+    if (dev.starts_with("/dev/")) dev.remove_prefix(5);
+    if (!IsDeviceName(dev) || !ConsumePrefix(rest, " errs: ")) return std::nullopt;
+    return MakeEvent(BtrfsDevStatKind(rest), dev);
   }
   if (!ConsumePrefix(rest, " ")) return std::nullopt;
   std::string_view level = TakeUntilAny(rest, " ");
@@ -330,12 +364,14 @@ std::optional<KmsgEvent> ClassifyBtrfs(std::string_view message) {
   if (close == std::string_view::npos) return std::nullopt;
   rest.remove_prefix(close + 3);
   if (rest == "forced readonly") return MakeEvent(KmsgKind::kRemountRo, dev);
-  if (rest.starts_with("bdev ") && Contains(rest, " errs: wr ")) return MakeEvent(KmsgKind::kIoError, dev);
+  if (rest.starts_with("bdev ") && Contains(rest, " errs: wr ")) {
+    return MakeEvent(BtrfsDevStatKind(rest.substr(rest.find(" errs: ") + 7)), dev);
+  }
   if (level == "error" || level == "critical" || level == "alert" || level == "emergency")
     return MakeEvent(KmsgKind::kFilesystemError, dev);
-  static constexpr std::array<std::string_view, 11> kFailures{
+  static constexpr std::array<std::string_view, 10> kFailures{
       "csum failed",       "checksum verify failed", "csum mismatch",   "bad tree block",
-      "parent transid verify failed", "level verify failed", "read error corrected", "unable to fixup",
+      "parent transid verify failed", "level verify failed", "unable to fixup",
       "i/o error",         "IO failure",             "failed to repair"};
   for (std::string_view f : kFailures)
     if (Contains(rest, f)) return MakeEvent(KmsgKind::kFilesystemError, dev);
@@ -359,6 +395,9 @@ std::optional<KmsgKind> MmcHostKind(std::string_view rest) {
   }
   // "unexpected command %d error": a command error that is not a timeout (-EILSEQ).
   if (rest.starts_with("unexpected command ") && EndsWith(rest, " error")) return KmsgKind::kCrcError;
+  // core/block.c card_busy_detect, printed with the controller's name: "Card stuck in wrong state!
+  // %s %s status: %#x" (the card did not return to transfer state after a write).
+  if (rest.starts_with("Card stuck")) return KmsgKind::kTimeout;
   // sdhci.c "Timeout waiting for hardware [cmd ]interrupt.", bcm2835(-sdhost) "timeout waiting for
   // hardware interrupt.", "[previous ]command [%d ]never completed.", "PIO %s timeout - EDM %x",
   // "command %d timeout", "previous command (%d) not complete", "wait_transfer_complete - still
@@ -440,8 +479,11 @@ std::optional<KmsgEvent> ClassifyMmc(std::string_view message) {
   // drivers/mmc/core/block.c: "%s: recovery failed!"
   if (rest.starts_with("recovery failed")) return event(KmsgKind::kCardRemoved);
   // block.c "Card stuck in programming state!", core "Card stuck being busy!"; 3.x/4.x block.c
-  // "timed out sending r/w cmd command, card status %#x".
-  if (rest.starts_with("Card stuck") || rest.starts_with("timed out sending")) return event(KmsgKind::kTimeout);
+  // "timed out sending r/w cmd command, card status %#x"; sd_ops.c "card never left busy state"
+  // (the card kept answering busy to ACMD41: it never finished powering up).
+  if (rest.starts_with("Card stuck") || rest.starts_with("timed out sending") ||
+      rest.starts_with("card never left busy state"))
+    return event(KmsgKind::kTimeout);
   // 3.x block.c mmc_blk_issue_rw_rq: "r/w command failed, status = %#x"
   if (rest.starts_with("r/w command failed")) return event(KmsgKind::kIoError);
   if (auto e = MmcErrno(rest)) {
