@@ -26,7 +26,9 @@ using Facts = BlockStatCollector::Facts;
 
 struct DeviceData {
   const Device* dev;
-  BlockStat stat;
+  // Absent when the device is there but its stat could not be read or parsed: only the series
+  // that come from stat are then missing, the facts from the other attributes stay.
+  std::optional<BlockStat> stat;
   std::optional<unsigned long long> size_sectors, ro;
   const Facts* facts;
 };
@@ -67,6 +69,16 @@ void Family(FamilySink& out, const std::vector<DeviceData>& data, const char* na
     std::optional<double> v = get(d);
     if (v) out.Sample({{"device", d.dev->name}}, *v);
   }
+}
+
+// A family read from the stat file: devices whose stat is unreadable have no sample.
+template <typename Get>
+void StatFamily(FamilySink& out, const std::vector<DeviceData>& data, const char* name, const char* help,
+                MetricType type, Get get) {
+  Family(out, data, name, help, type, [&](const DeviceData& d) -> std::optional<double> {
+    if (!d.stat) return std::nullopt;
+    return get(*d.stat);
+  });
 }
 
 Facts ReadFacts(const Device& dev, std::optional<unsigned long long> size) {
@@ -116,29 +128,25 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
   std::string failure = ctx.discovery_error;
   const auto now = std::chrono::steady_clock::now();
   // Devices whose stat could not be read or parsed while the device is still there: their
-  // counters are absent, and diskprobe_block_stat_readable says so (0) next to the failure.
-  std::vector<const Device*> unreadable;
+  // counters are absent, and diskprobe_block_stat_readable says so (0) next to the failure; their
+  // other series (identity, size, ro, queue facts) are exported as for any device.
   for (const Device& dev : ctx.devices) {
     const std::string& dir = dev.sysfs_path;
     util::FileContent statf = files_.Read(dir + "/stat");
+    std::optional<BlockStat> stat;
     if (!statf.ok()) {
       // Unplugged since discovery: its directory went with it. Anything else is an error.
       struct stat st {};
       if ((statf.error == ENOENT || statf.error == ENODEV) && ::stat(dir.c_str(), &st) != 0) continue;
       if (failure.empty()) failure = dir + "/stat: " + std::strerror(statf.error);
-      unreadable.push_back(&dev);
-      continue;
+    } else {
+      stat = parsers::ParseBlockStat(statf.text);
+      if (!stat && failure.empty()) failure = dir + "/stat: unrecognised format";
     }
-    auto stat = parsers::ParseBlockStat(statf.text);
-    if (!stat) {
-      if (failure.empty()) failure = dir + "/stat: unrecognised format";
-      unreadable.push_back(&dev);
-      continue;
-    }
-    DeviceData d{&dev, *stat, ParseU64(files_.Read(dir + "/size")), ParseU64(files_.Read(dir + "/ro")), nullptr};
+    DeviceData d{&dev, stat, ParseU64(files_.Read(dir + "/size")), ParseU64(files_.Read(dir + "/ro")), nullptr};
     // A loop device detached since the last discovery keeps its sysfs entry with size 0:
     // it is gone (discovery skips such devices too).
-    if (dev.name.rfind("loop", 0) == 0 && d.size_sectors == 0ull) continue;
+    if (d.stat && dev.name.rfind("loop", 0) == 0 && d.size_sectors == 0ull) continue;
     auto it = facts_.find(dev.name);
     if (it == facts_.end() || it->second.major != dev.major || it->second.minor != dev.minor ||
         it->second.size_sectors != d.size_sectors || now - it->second.read_at > kFactsMaxAge) {
@@ -156,50 +164,52 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
   files_.CloseUnread();
 
   using MT = MetricType;
-  Family(out, data, "diskprobe_block_reads_completed_total", "Read requests completed (stat field 1).", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(d.stat.read_ios); });
-  Family(out, data, "diskprobe_block_reads_merged_total", "Adjacent read requests merged (stat field 2).", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(d.stat.read_merges); });
-  Family(out, data, "diskprobe_block_read_bytes_total", "Bytes read: 512-byte sectors read (stat field 3) x 512.",
-         MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(double(d.stat.read_sectors) * kSectorBytes); });
-  Family(out, data, "diskprobe_block_read_time_seconds_total", "Time spent on read requests (stat field 4).",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.read_ticks_ms)); });
-  Family(out, data, "diskprobe_block_writes_completed_total", "Write requests completed (stat field 5).", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(d.stat.write_ios); });
-  Family(out, data, "diskprobe_block_writes_merged_total", "Adjacent write requests merged (stat field 6).",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(d.stat.write_merges); });
-  Family(out, data, "diskprobe_block_written_bytes_total",
-         "Bytes written: 512-byte sectors written (stat field 7) x 512.", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(double(d.stat.write_sectors) * kSectorBytes); });
-  Family(out, data, "diskprobe_block_write_time_seconds_total", "Time spent on write requests (stat field 8).",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.write_ticks_ms)); });
-  Family(out, data, "diskprobe_block_io_now", "Requests in flight now (stat field 9).", MT::Gauge,
-         [](const DeviceData& d) { return std::optional<double>(d.stat.in_flight); });
-  Family(out, data, "diskprobe_block_io_time_seconds_total",
-         "Time the device had requests in flight, io_ticks (stat field 10); its rate is utilisation.", MT::Counter,
-         [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.io_ticks_ms)); });
-  Family(out, data, "diskprobe_block_io_time_weighted_seconds_total",
-         "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue "
-         "size.",
-         MT::Counter, [](const DeviceData& d) { return std::optional<double>(Seconds(d.stat.time_in_queue_ms)); });
-  Family(out, data, "diskprobe_block_discards_completed_total",
-         "Discard requests completed (stat field 12, kernel 4.18+).", MT::Counter,
-         [](const DeviceData& d) { return Opt(d.stat.discard_ios); });
-  Family(out, data, "diskprobe_block_discards_merged_total",
-         "Adjacent discard requests merged (stat field 13, kernel 4.18+).", MT::Counter,
-         [](const DeviceData& d) { return Opt(d.stat.discard_merges); });
-  Family(out, data, "diskprobe_block_discarded_bytes_total",
-         "Bytes discarded: 512-byte sectors discarded (stat field 14, kernel 4.18+) x 512.", MT::Counter,
-         [](const DeviceData& d) { return Opt(d.stat.discard_sectors, kSectorBytes); });
-  Family(out, data, "diskprobe_block_discard_time_seconds_total",
-         "Time spent on discard requests (stat field 15, kernel 4.18+).", MT::Counter,
-         [](const DeviceData& d) { return OptSeconds(d.stat.discard_ticks_ms); });
-  Family(out, data, "diskprobe_block_flushes_completed_total", "Flush requests completed (stat field 16, kernel 5.5+).",
-         MT::Counter, [](const DeviceData& d) { return Opt(d.stat.flush_ios); });
-  Family(out, data, "diskprobe_block_flush_time_seconds_total",
-         "Time spent on flush requests (stat field 17, kernel 5.5+).", MT::Counter,
-         [](const DeviceData& d) { return OptSeconds(d.stat.flush_ticks_ms); });
+  StatFamily(out, data, "diskprobe_block_reads_completed_total", "Read requests completed (stat field 1).", MT::Counter,
+             [](const BlockStat& s) { return std::optional<double>(s.read_ios); });
+  StatFamily(out, data, "diskprobe_block_reads_merged_total", "Adjacent read requests merged (stat field 2).",
+             MT::Counter, [](const BlockStat& s) { return std::optional<double>(s.read_merges); });
+  StatFamily(out, data, "diskprobe_block_read_bytes_total", "Bytes read: 512-byte sectors read (stat field 3) x 512.",
+             MT::Counter,
+             [](const BlockStat& s) { return std::optional<double>(double(s.read_sectors) * kSectorBytes); });
+  StatFamily(out, data, "diskprobe_block_read_time_seconds_total", "Time spent on read requests (stat field 4).",
+             MT::Counter, [](const BlockStat& s) { return std::optional<double>(Seconds(s.read_ticks_ms)); });
+  StatFamily(out, data, "diskprobe_block_writes_completed_total", "Write requests completed (stat field 5).",
+             MT::Counter, [](const BlockStat& s) { return std::optional<double>(s.write_ios); });
+  StatFamily(out, data, "diskprobe_block_writes_merged_total", "Adjacent write requests merged (stat field 6).",
+             MT::Counter, [](const BlockStat& s) { return std::optional<double>(s.write_merges); });
+  StatFamily(out, data, "diskprobe_block_written_bytes_total",
+             "Bytes written: 512-byte sectors written (stat field 7) x 512.", MT::Counter,
+             [](const BlockStat& s) { return std::optional<double>(double(s.write_sectors) * kSectorBytes); });
+  StatFamily(out, data, "diskprobe_block_write_time_seconds_total", "Time spent on write requests (stat field 8).",
+             MT::Counter, [](const BlockStat& s) { return std::optional<double>(Seconds(s.write_ticks_ms)); });
+  StatFamily(out, data, "diskprobe_block_io_now", "Requests in flight now (stat field 9).", MT::Gauge,
+             [](const BlockStat& s) { return std::optional<double>(s.in_flight); });
+  StatFamily(out, data, "diskprobe_block_io_time_seconds_total",
+             "Time the device had requests in flight, io_ticks (stat field 10); its rate is utilisation.", MT::Counter,
+             [](const BlockStat& s) { return std::optional<double>(Seconds(s.io_ticks_ms)); });
+  StatFamily(
+      out, data, "diskprobe_block_io_time_weighted_seconds_total",
+      "Sum of the time every request spent in flight, time_in_queue (stat field 11); its rate is the average queue "
+      "size.",
+      MT::Counter, [](const BlockStat& s) { return std::optional<double>(Seconds(s.time_in_queue_ms)); });
+  StatFamily(out, data, "diskprobe_block_discards_completed_total",
+             "Discard requests completed (stat field 12, kernel 4.18+).", MT::Counter,
+             [](const BlockStat& s) { return Opt(s.discard_ios); });
+  StatFamily(out, data, "diskprobe_block_discards_merged_total",
+             "Adjacent discard requests merged (stat field 13, kernel 4.18+).", MT::Counter,
+             [](const BlockStat& s) { return Opt(s.discard_merges); });
+  StatFamily(out, data, "diskprobe_block_discarded_bytes_total",
+             "Bytes discarded: 512-byte sectors discarded (stat field 14, kernel 4.18+) x 512.", MT::Counter,
+             [](const BlockStat& s) { return Opt(s.discard_sectors, kSectorBytes); });
+  StatFamily(out, data, "diskprobe_block_discard_time_seconds_total",
+             "Time spent on discard requests (stat field 15, kernel 4.18+).", MT::Counter,
+             [](const BlockStat& s) { return OptSeconds(s.discard_ticks_ms); });
+  StatFamily(out, data, "diskprobe_block_flushes_completed_total",
+             "Flush requests completed (stat field 16, kernel 5.5+).", MT::Counter,
+             [](const BlockStat& s) { return Opt(s.flush_ios); });
+  StatFamily(out, data, "diskprobe_block_flush_time_seconds_total",
+             "Time spent on flush requests (stat field 17, kernel 5.5+).", MT::Counter,
+             [](const BlockStat& s) { return OptSeconds(s.flush_ticks_ms); });
 
   Family(out, data, "diskprobe_block_size_bytes", "Size of the device: sysfs size (512-byte sectors) x 512.", MT::Gauge,
          [](const DeviceData& d) { return OptU(d.size_sectors, kSectorBytes); });
@@ -222,8 +232,7 @@ CollectResult BlockStatCollector::Collect(const ScrapeContext& ctx, FamilySink& 
              MetricType::Gauge);
   {
     std::vector<std::pair<std::string_view, double>> rows;
-    for (const auto& d : data) rows.emplace_back(d.dev->name, 1);
-    for (const Device* d : unreadable) rows.emplace_back(d->name, 0);
+    for (const auto& d : data) rows.emplace_back(d.dev->name, d.stat ? 1 : 0);
     std::sort(rows.begin(), rows.end());
     for (const auto& [name, v] : rows) out.Sample({{"device", name}}, v);
   }

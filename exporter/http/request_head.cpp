@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -107,6 +108,7 @@ ParsedHead ParseRequestHead(std::string_view head) {
   p.req.path = std::move(*path);
   if (q != std::string_view::npos) p.req.query = std::string(target.substr(q + 1));
   std::optional<bool> conn_keep;
+  std::optional<std::uint64_t> content_length;  // from every Content-Length field seen
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::string_view line = lines[i];
     if (line.empty()) break;
@@ -146,7 +148,31 @@ ParsedHead ParseRequestHead(std::string_view head) {
     } else if (name.size() == 17 && strncasecmp(name.data(), "Transfer-Encoding", 17) == 0) {
       p.has_body = true;
     } else if (name.size() == 14 && strncasecmp(name.data(), "Content-Length", 14) == 0) {
-      if (value != "0") p.has_body = true;
+      // RFC 9112 section 6.3: an invalid Content-Length (not 1*DIGIT, a sign, too large for any
+      // body, differing values in a list or in repeated fields) is unrecoverable framing: 400.
+      // A list of identical values ("5, 5") is the same length, as the RFC allows.
+      std::string_view rest = value;
+      do {
+        const auto comma = rest.find(',');
+        const std::string_view elem = util::Trim(rest.substr(0, comma));
+        std::uint64_t n = 0;
+        bool valid = !elem.empty();
+        for (char c : elem) {
+          if (c < '0' || c > '9' || n > (UINT64_MAX - 9) / 10) {
+            valid = false;
+            break;
+          }
+          n = n * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (!valid || (content_length && *content_length != n)) {
+          p.error = 400;
+          return p;
+        }
+        content_length = n;
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (comma != std::string_view::npos && rest.empty()) rest = " ";  // "5," has an empty element
+      } while (!rest.empty());
+      if (*content_length != 0) p.has_body = true;
     }
   }
   p.keep_alive = conn_keep.value_or(p.http11);

@@ -47,7 +47,9 @@ struct ParsedHead {
 // LF). Leading empty lines are skipped (RFC 9112 2.2); obsolete line folding is refused (400) as
 // the RFC allows; the path is percent-decoded, and a malformed escape or a decoded NUL is 400.
 // Keep-alive as RFC 9112 section 9.3: a Connection header with "close" closes, one with
-// "keep-alive" keeps an HTTP/1.0 connection, otherwise 1.1 keeps and 1.0 closes. Never throws
+// "keep-alive" keeps an HTTP/1.0 connection, otherwise 1.1 keeps and 1.0 closes. An invalid
+// Content-Length (RFC 9112 section 6.3: not 1*DIGIT, over 2^64, or differing values in a list
+// or in repeated fields) is 400. Never throws
 // but std::bad_alloc.
 ParsedHead ParseRequestHead(std::string_view head);
 

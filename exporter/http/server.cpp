@@ -318,7 +318,11 @@ struct Server::Impl {
         return;
       }
       std::string ip = ClientAddress(sa);
-      if (auto it = per_ip.find(ip); it != per_ip.end() && it->second >= limits.max_per_client) {
+      // At the per-address cap, as at the global one, an idle connection of that address makes
+      // room: otherwise a local process holding idle connections from 127.0.0.1 would lock out
+      // every new scrape from 127.0.0.1.
+      if (auto it = per_ip.find(ip);
+          it != per_ip.end() && it->second >= limits.max_per_client && !EvictOldestIdle(&ip)) {
         ::close(fd);
         continue;
       }
@@ -352,13 +356,16 @@ struct Server::Impl {
 
   // Closes the connection that has waited longest without a request being handled or answered,
   // preferring one that never completed a request (a kept-alive Prometheus connection between
-  // scrapes is older than any attacker's, which the head deadline keeps recycling).
-  bool EvictOldestIdle() {
+  // scrapes is older than any attacker's, which the head deadline keeps recycling). Idle: in the
+  // TLS handshake, waiting for (the rest of) a request head, or lingering after its last answer;
+  // a connection whose request is being handled or whose response is being written is never
+  // closed here. `ip`: only among that client address's connections. False: none is idle.
+  bool EvictOldestIdle(const std::string* ip = nullptr) {
     Conn* oldest = nullptr;
     auto rank = [](const Conn& c) { return std::make_pair(c.served, c.since); };
     for (auto& [id, c] : conns)
       if ((c->state == State::kHead || c->state == State::kHandshake || c->state == State::kLinger) &&
-          (oldest == nullptr || rank(*c) < rank(*oldest)))
+          (ip == nullptr || c->ip == *ip) && (oldest == nullptr || rank(*c) < rank(*oldest)))
         oldest = c.get();
     if (oldest == nullptr) return false;
     Close(oldest->id);

@@ -69,7 +69,9 @@ struct Limits {
   int max_unsent_bytes = 64 * 1024;
   int max_connections = 512;  // in all; at the limit the oldest connection without a request in
                               // progress is closed for the new one
-  int max_per_client = 32;    // per client address; more are closed at accept
+  int max_per_client = 32;    // per client address; at the limit that address's oldest connection
+                              // without a request in progress is closed for the new one, which is
+                              // closed at accept only when there is none
 };
 
 class Server {

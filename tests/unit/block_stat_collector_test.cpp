@@ -159,11 +159,17 @@ TEST(BlockStatCollector, UnreadableStatFailsTheCollector) {
   BlockStatCollector c;
   auto out = Collect(c, ScrapeContext{paths, devices});
   EXPECT_EQ(out.result.error, (dir / "block/sdq").string() + "/stat: Is a directory");
-  EXPECT_EQ(out.text,
-            "# HELP diskprobe_block_stat_readable 1 when the device's sysfs stat was read and understood at this "
-            "scrape, 0 when not (its I/O counters are then absent and the collector fails with the reason).\n"
-            "# TYPE diskprobe_block_stat_readable gauge\n"
-            "diskprobe_block_stat_readable{device=\"sdq\"} 0\n");
+  EXPECT_NE(out.text.find("# HELP diskprobe_block_stat_readable 1 when the device's sysfs stat was read and "
+                          "understood at this scrape, 0 when not (its I/O counters are then absent and the collector "
+                          "fails with the reason).\n"
+                          "# TYPE diskprobe_block_stat_readable gauge\n"
+                          "diskprobe_block_stat_readable{device=\"sdq\"} 0\n"),
+            std::string::npos)
+      << out.text;
+  // The device is still there: its identity stays (no model etc. in this bare directory).
+  EXPECT_NE(out.text.find("diskprobe_block_info{device=\"sdq\",major=\"8\",minor=\"0\""), std::string::npos)
+      << out.text;
+  EXPECT_EQ(out.text.find("diskprobe_block_reads_completed_total"), std::string::npos) << out.text;
   fs::remove_all(dir);
 }
 
@@ -205,6 +211,25 @@ TEST(BlockStatCollector, MissingStatOfAPresentDiskIsAnErrorState) {
   EXPECT_EQ(out.text.find("device=\"sdx\""), std::string::npos);
   EXPECT_NE(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk0\"}"), std::string::npos);
   EXPECT_EQ(out.text.find("diskprobe_block_reads_completed_total{device=\"mmcblk1\"}"), std::string::npos);
+  // Only the series that come from stat are absent: identity, size, ro and the queue facts of the
+  // disk stay (alerts on a gone or read-only card join on block_info).
+  auto value = [&](const std::string& family, const std::string& device) {
+    return testing::SampleValue(out.text, family + "{device=\"" + device + "\"}");
+  };
+  EXPECT_EQ(value("diskprobe_block_size_bytes", "mmcblk1"), value("diskprobe_block_size_bytes", "mmcblk0"));
+  EXPECT_EQ(value("diskprobe_block_size_bytes", "mmcblk1"), 62277025792.0);
+  EXPECT_TRUE(value("diskprobe_block_read_only", "mmcblk1")) << out.text;
+  // mmcblk0 comes first: its model is the one copied to mmcblk1.
+  const auto model = testing::FirstLabel(out.text, "diskprobe_block_info", "model");
+  ASSERT_TRUE(model && !model->empty()) << out.text;
+  EXPECT_NE(out.text.find("diskprobe_block_info{device=\"mmcblk1\",major=\"179\",minor=\"8\",model=\"" + *model + "\""),
+            std::string::npos)
+      << out.text;
+  for (const char* family : {"diskprobe_block_read_bytes_total", "diskprobe_block_written_bytes_total",
+                             "diskprobe_block_io_now", "diskprobe_block_io_time_seconds_total"}) {
+    EXPECT_TRUE(value(family, "mmcblk0")) << family;
+    EXPECT_FALSE(value(family, "mmcblk1")) << family;
+  }
   fs::remove_all(dir);
 }
 

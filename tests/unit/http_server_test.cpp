@@ -135,12 +135,16 @@ class ServerTest : public ::testing::Test {
   }
   Response Handle(const Request& r) {
     ++calls_;
+    // Holds its worker until the test releases it (at most 10 s, so a failing test still ends).
+    if (r.path == "/block")
+      for (int i = 0; i < 1000 && !release_.load(); ++i) std::this_thread::sleep_for(10ms);
     if (r.path == "/big") return Response{200, "text/plain", std::string(64 * 1024, 'x'), {}};
     return Response{200, "text/plain", r.method + " " + r.path + " ?" + r.query + " from " + r.remote_addr, {}};
   }
   Server server_;
   int port_ = 0;
   std::atomic<int> calls_{0};
+  std::atomic<bool> release_{false};
 };
 
 TEST_F(ServerTest, ServesKeepAliveAndPipelinedRequests) {
@@ -272,19 +276,49 @@ TEST_F(ServerTest, PipeliningWithoutReadingIsBounded) {
   EXPECT_LE(calls_.load(), 1 + l.max_pipelined + 1) << "pipelined work is bounded, not 500 responses";
 }
 
-TEST_F(ServerTest, PerClientConnectionCap) {
-  Limits l;
-  l.max_per_client = 3;
+// At the per-address cap, the address's oldest idle connection makes room for the new one: a
+// local process holding idle connections from 127.0.0.1 does not lock out Prometheus there.
+TEST_F(ServerTest, PerClientCapClosesTheOldestIdleConnectionOfThatAddress) {
+  Limits l;  // the defaults: 32 per address, 512 in all
+  ASSERT_EQ(l.max_per_client, 32);
   Start(l);
   std::vector<Fd> held;
-  for (int i = 0; i < 3; ++i) held.push_back(Connect(port_));
-  std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 32; ++i) {
+    held.push_back(Connect(port_));
+    std::this_thread::sleep_for(20ms);  // accepted one by one: each has its own age
+  }
+  Fd fresh = Connect(port_);
+  SendAll(fresh, "GET /fresh HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(ReadResponse(fresh).substr(0, 15), "HTTP/1.1 200 OK") << "the 33rd connection is served";
+  bool closed = false;
+  Receive(held[0], 2000ms, SIZE_MAX, &closed);
+  EXPECT_TRUE(closed) << "the oldest idle connection of the address made room";
+  closed = false;
+  Receive(held[1], 100ms, SIZE_MAX, &closed);
+  EXPECT_FALSE(closed) << "only one was closed";
+  SendAll(held[31], "GET /ok HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(ReadResponse(held[31]).substr(0, 15), "HTTP/1.1 200 OK") << "the others are still served";
+}
+
+// Connections with a request being handled are never closed for a new one: when none of the
+// address's connections is idle, the new one is closed at accept.
+TEST_F(ServerTest, PerClientCapRefusesWhenNoConnectionIsIdle) {
+  Limits l;
+  l.max_per_client = 3;
+  Start(l);  // one worker: the first request blocks it, the other two wait in the queue
+  std::vector<Fd> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(Connect(port_));
+    SendAll(held.back(), "GET /block HTTP/1.1\r\n\r\n");
+  }
+  std::this_thread::sleep_for(200ms);
   Fd extra = Connect(port_);  // the kernel completes the handshake; the server closes it at accept
   bool closed = false;
   Receive(extra, 2000ms, SIZE_MAX, &closed);
   EXPECT_TRUE(closed) << "the 4th connection from one address is closed";
-  SendAll(held[0], "GET /ok HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(ReadResponse(held[0]).substr(0, 15), "HTTP/1.1 200 OK") << "the first three are served";
+  release_ = true;
+  for (auto& fd : held)
+    EXPECT_EQ(ReadResponse(fd).substr(0, 15), "HTTP/1.1 200 OK") << "the three requests in progress are answered";
 }
 
 TEST_F(ServerTest, TotalCapClosesTheOldestConnectionWithoutARequest) {

@@ -78,5 +78,26 @@ TEST(ParseRequestHead, Errors) {
   EXPECT_EQ(ParseRequestHead(many).error, 431);
 }
 
+// RFC 9112 section 6.3: an invalid Content-Length cannot frame the message, the answer is 400.
+TEST(ParseRequestHead, InvalidContentLengthIs400) {
+  auto cl = [](const std::string& fields) { return ParseRequestHead("POST / HTTP/1.1\r\n" + fields); };
+  for (const char* bad :
+       {"Content-Length: -1\r\n", "Content-Length: 99999999999999999999\r\n", "Content-Length: +3\r\n",
+        "Content-Length: 3a\r\n", "Content-Length: 0x10\r\n", "Content-Length: 1 2\r\n", "Content-Length:\r\n",
+        "Content-Length: \r\n", "content-length: 3\r\nContent-Length: 4\r\n", "Content-Length: 3, 4\r\n",
+        "Content-Length: 3,\r\n", "Content-Length: ,3\r\n", "Content-Length: 18446744073709551616\r\n"})
+    EXPECT_EQ(cl(bad).error, 400) << bad;
+  // Valid ones: digits, a repeated identical value, a list of identical values (the RFC allows
+  // either); a body is announced unless the length is 0.
+  for (const char* good : {"Content-Length: 3\r\n", "Content-Length: 3\r\nContent-Length: 3\r\n",
+                           "Content-Length: 3, 3\r\n", "Content-Length: 003\r\n"}) {
+    EXPECT_EQ(cl(good).error, 0) << good;
+    EXPECT_TRUE(cl(good).has_body) << good;
+  }
+  EXPECT_EQ(cl("Content-Length: 00\r\n").error, 0);
+  EXPECT_FALSE(cl("Content-Length: 00\r\n").has_body);
+  EXPECT_EQ(cl("Content-Length: 1000000000000\r\n").error, 0);
+}
+
 }  // namespace
 }  // namespace diskprobe::http
