@@ -72,8 +72,8 @@ s=$(series diskprobe_kernel_messages_total page)
 printf 'figures kmsg: %s diskprobe_kernel_messages_total series, records %s\n' "$s" \
   "$(value diskprobe_kernel_log_records_total page)"
 check "kmsg: every record read ($want)" test "$(value diskprobe_kernel_log_records_total page)" = "$want"
-# Two disks x 8 kinds, under_voltage, and nothing per fake name.
-check "kmsg: series of the monitored disks only ($s <= 17)" test "$s" -le 17
+# Two disks x 10 kinds, under_voltage, and nothing per fake name.
+check "kmsg: series of the monitored disks only ($s <= 21)" test "$s" -le 21
 check "kmsg: no series per unknown name" test "$(grep -c 'device="fake' page || true)" = 0
 # The fixture's own log names loop7 (gone) and others: N more than the fixture alone gives.
 u=$(value 'diskprobe_kernel_messages_unattributed_total{kind="io_error",reason="unmonitored"}' page)
