@@ -157,7 +157,8 @@ check "no alert resolved meanwhile" test -z "$gone"
 log "every panel query of both dashboards at the central Prometheus"
 # The fixture exporters cannot give two things: write probes (their probe directory would have to
 # be on the fixture's card) and changing block counters (the fixtures' stat files are static, so
-# "Await" has no completed requests). Exactly those panel queries may be empty here; every other
+# "Await" has no completed requests), and no device whose reported wear moved within the life
+# projection's window (the days-left query). Exactly those panel queries may be empty here; every other
 # must return series (dashboards_e2e.sh checks all of them on real devices).
 ALLOWED_EMPTY="diskprobe-fleet-overview / Health: one row per node and device, worst first / F
 diskprobe-fleet-overview / Health: one row per node and device, worst first / G
@@ -166,6 +167,7 @@ diskprobe-fleet-overview / Card models ranked per board family (median of per-ca
 diskprobe-fleet-overview / Card models ranked per board family (median of per-card p99) / E
 diskprobe-fleet-overview / Card models ranked per board family (median of per-card p99) / F
 diskprobe-fleet-overview / fsync p99 (1 h window) / A
+diskprobe-fleet-overview / The ten devices with the least life left / A
 diskprobe-node-detail / Probe bytes per day / A
 diskprobe-node-detail / Write budget left today / A
 diskprobe-node-detail / Await / A
