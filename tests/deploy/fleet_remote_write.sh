@@ -158,7 +158,7 @@ log "every panel query of both dashboards at the central Prometheus"
 # The fixture exporters cannot give two things: write probes (their probe directory would have to
 # be on the fixture's card) and changing block counters (the fixtures' stat files are static, so
 # "Await" has no completed requests), and no device whose reported wear moved within the life
-# projection's window (the days-left query). Exactly those panel queries may be empty here; every other
+# projection's window (the days-left query), nor an NVMe controller (the NVMe health table). Exactly those panel queries may be empty here; every other
 # must return series (dashboards_e2e.sh checks all of them on real devices).
 ALLOWED_EMPTY="diskprobe-fleet-overview / Health: one row per node and device, worst first / F
 diskprobe-fleet-overview / Health: one row per node and device, worst first / G
@@ -168,6 +168,14 @@ diskprobe-fleet-overview / Card models ranked per board family (median of per-ca
 diskprobe-fleet-overview / Card models ranked per board family (median of per-card p99) / F
 diskprobe-fleet-overview / fsync p99 (1 h window) / A
 diskprobe-fleet-overview / The ten devices with the least life left / A
+diskprobe-node-detail / NVMe health (SMART log) / A
+diskprobe-node-detail / NVMe health (SMART log) / B
+diskprobe-node-detail / NVMe health (SMART log) / C
+diskprobe-node-detail / NVMe health (SMART log) / D
+diskprobe-node-detail / NVMe health (SMART log) / E
+diskprobe-node-detail / NVMe health (SMART log) / F
+diskprobe-node-detail / NVMe health (SMART log) / G
+diskprobe-node-detail / NVMe health (SMART log) / H
 diskprobe-node-detail / Probe bytes per day / A
 diskprobe-node-detail / Write budget left today / A
 diskprobe-node-detail / Await / A
