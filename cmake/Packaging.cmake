@@ -39,6 +39,39 @@ set(CPACK_DEBIAN_FILE_NAME "DEB-DEFAULT")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # postinst falls back to adduser where systemd-sysusers is missing.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# The smart collector runs smartctl when it is there; without it that source is off, visibly
+# (diskprobe_smart_smartctl_up 0), so it is a suggestion, not a dependency.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "smartmontools")
+if(DISKPROBE_STATIC)
+  # The static ARMv6 build (cmake/toolchain-armv6.cmake) for Raspberry Pi OS 32-bit on Pi 1/Zero:
+  # dpkg calls every Raspberry Pi OS 32-bit system "armhf", ARMv6 or not, so apt cannot pick a
+  # build by board; the board's package is chosen by name, from the same repository and suite
+  # (docs/packaging.md, "ARMv6"). It takes the place of diskprobe-exporter (same files, same
+  # service): Provides it, so whatever depends on diskprobe-exporter is satisfied, and Conflicts/
+  # Replaces it, so installing one removes the other. Nothing to depend on: a static binary.
+  set(CPACK_PACKAGE_NAME "diskprobe-exporter-armv6")
+  set(CPACK_DEBIAN_PACKAGE_SOURCE "diskprobe-exporter")
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+  set(_dp_version "${PROJECT_VERSION}")
+  if(DISKPROBE_DEB_REVISION)
+    string(APPEND _dp_version "-${DISKPROBE_DEB_REVISION}")
+  endif()
+  set(CPACK_DEBIAN_PACKAGE_PROVIDES "diskprobe-exporter (= ${_dp_version})")
+  set(CPACK_DEBIAN_PACKAGE_CONFLICTS "diskprobe-exporter")
+  set(CPACK_DEBIAN_PACKAGE_REPLACES "diskprobe-exporter")
+  string(APPEND CPACK_PACKAGE_DESCRIPTION "
+.
+This is the build for ARMv6 boards (Raspberry Pi 1, Zero, Zero W, CM1)
+on Raspberry Pi OS 32-bit: one static executable (ARMv5TE code, OpenSSL
+linked in). On Pi 2 and later, install diskprobe-exporter instead.")
+endif()
+if(DISKPROBE_STATIC)
+  # Why the static package is static (lintian's statically-linked-binary, embedded-library, no PIE).
+  install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/lintian-overrides.armv6 DESTINATION share/lintian/overrides
+          RENAME diskprobe-exporter-armv6 PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+endif()
+# Documentation directory: /usr/share/doc/<package> (Policy 12.3).
+set(DISKPROBE_DOC_DIR share/doc/${CPACK_PACKAGE_NAME})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
@@ -80,7 +113,12 @@ set(DISKPROBE_SYSTEMD_UNIT_DIR "/lib/systemd/system" CACHE STRING "Where the pac
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.service DESTINATION ${DISKPROBE_SYSTEMD_UNIT_DIR})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/diskprobe_exporter.sysusers DESTINATION lib/sysusers.d
         RENAME diskprobe_exporter.conf)
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION share/doc/diskprobe-exporter/examples)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/web-config DESTINATION ${DISKPROBE_DOC_DIR}/examples)
+# The opt-in drop-ins that grant CAP_SYS_RAWIO (SMART through smartctl, SD vendor health over
+# CMD56): examples only, never in a systemd directory, so nothing is granted until the operator
+# copies one to /etc/systemd/system/diskprobe_exporter.service.d/ (their headers say how).
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/smart.conf ${CMAKE_SOURCE_DIR}/deploy/systemd/sd-vendor-health.conf
+        DESTINATION ${DISKPROBE_DOC_DIR}/examples/systemd)
 # The Grafana dashboards and the Prometheus alert rules, for the monitoring host (deploy/compose
 # mounts the same files from the source tree).
 install(FILES ${CMAKE_SOURCE_DIR}/dashboards/fleet-overview.json ${CMAKE_SOURCE_DIR}/dashboards/node-detail.json
@@ -138,6 +176,6 @@ install(FILES ${CMAKE_BINARY_DIR}/packaging/diskprobe_exporter.1.gz DESTINATION 
 install(FILES ${diskprobe_changelog} ${CMAKE_BINARY_DIR}/packaging/README.md.gz
               ${CMAKE_BINARY_DIR}/packaging/metrics.md.gz ${CMAKE_BINARY_DIR}/packaging/operations.md.gz
               ${CMAKE_BINARY_DIR}/packaging/architecture.md.gz ${CMAKE_SOURCE_DIR}/deploy/debian/copyright
-        DESTINATION share/doc/diskprobe-exporter)
+        DESTINATION ${DISKPROBE_DOC_DIR})
 
 include(CPack)

@@ -380,8 +380,8 @@ def fleet_overview():
     ]
     b.add(table("The ten devices with the least life left",
                 "Days until the wear the device reports about itself (NVMe Percentage Used, eMMC life time estimate "
-                "at its upper bound) reaches 100 % at its recent pace (NVMe: the last day of writes; eMMC: the last "
-                "30 days), recording rule instance_device:diskprobe_life_left:days. A device at 0 % wear, or an "
+                "at its upper bound, SD vendor health over CMD56, SATA/USB SSDs' SMART life attribute) reaches 100 % "
+                "at its recent pace (NVMe: the last day of writes; the others: the last 30 days), recording rule instance_device:diskprobe_life_left:days. A device at 0 % wear, or an "
                 "eMMC whose 10 % code did not move in 30 days, has no projection and is not listed. "
                 "DiskprobeLifeLeftLow fires under 90 days.", "none", life, hide=("Value #B", "Value #C"),
                 keep_job=True, sort="days left",
@@ -529,6 +529,41 @@ def node_detail():
                  (f'max by (device) (diskprobe_nvme_error_log_entries_total{{{NODE}}})', "error log entries", "none"),
                  (f'max by (device) (instance_device:diskprobe_life_left:days{{{NODE}}})', "days left", "d"),
                  (f'max by (device) (diskprobe_nvme_smart_up{{{NODE}}})', "read ok", "none")]), 12, 5)
+    b.add(timeseries("SATA/USB disk: sectors and wear over time",
+                     "Reallocated and pending sectors (a count that grows means a dying disk) and the drive's life left, "
+                     "from smartctl every health.smart_interval (30 min by default: the lines are steps).", "short",
+                     [(f'max by (device) (diskprobe_smart_reallocated_sectors_total{{{NODE}}})', "reallocated"),
+                      (f'max by (device) (diskprobe_smart_pending_sectors{{{NODE}}})', "pending"),
+                      (f'max by (device) (diskprobe_smart_offline_uncorrectable_sectors{{{NODE}}})', "offline uncorrectable"),
+                      (f'100 * max by (device) (diskprobe_smart_life_remaining_ratio{{{NODE}}})', "life left (%)")],
+                     minimum=0), 12, 9)
+    b.add(table("SATA/USB disk health (SMART via smartctl)",
+                "Per sd disk (SATA, USB bridges): the drive's own verdict (SMART RETURN STATUS), a prefailure attribute "
+                "at or below its threshold now (smartctl exit status bit 4), reallocated, pending and offline "
+                "uncorrectable sectors (raw attributes 5, 197, 198), the drive's estimate of its life left, temperature, "
+                "power-on time and bytes written; and whether the last smartctl run worked (0: see "
+                "diskprobe_smart_read_failures_total: permission = no CAP_SYS_RAWIO, unknown_usb_bridge = give "
+                "health.smart_device_types). Absent: not an sd disk, or smartctl not installed.", "none",
+                [(f'max by (device) (diskprobe_smart_health_passed{{{NODE}}})', "verdict", "none"),
+                 (f'max by (device) (diskprobe_smart_status_bit{{{NODE}, kind="prefail_below_threshold"}})', "prefail now", "none"),
+                 (f'max by (device) (diskprobe_smart_reallocated_sectors_total{{{NODE}}})', "reallocated", "none"),
+                 (f'max by (device) (diskprobe_smart_pending_sectors{{{NODE}}})', "pending", "none"),
+                 (f'max by (device) (diskprobe_smart_offline_uncorrectable_sectors{{{NODE}}})', "uncorrectable", "none"),
+                 (f'max by (device) (diskprobe_smart_life_remaining_ratio{{{NODE}}})', "life left", "percentunit"),
+                 (f'max by (device) (diskprobe_smart_temperature_celsius{{{NODE}}})', "temperature", "celsius"),
+                 (f'max by (device) (diskprobe_smart_power_on_seconds_total{{{NODE}}})', "power-on", "s"),
+                 (f'max by (device) (diskprobe_smart_written_bytes_total{{{NODE}}})', "written", "bytes"),
+                 (f'max by (device) (diskprobe_smart_up{{{NODE}}})', "read ok", "none")],
+                cells={"verdict": colour("color-background", [{"color": "red", "value": None}, {"color": "green", "value": 1}],
+                                         [{"type": "value", "options": {"0": {"text": "FAILED", "index": 0},
+                                                                        "1": {"text": "passed", "index": 1}}}]),
+                       "prefail now": colour("color-text", red_from(1)),
+                       "reallocated": colour("color-text", red_from(1)),
+                       "pending": colour("color-text", red_from(1)),
+                       "uncorrectable": colour("color-text", red_from(1)),
+                       "life left": colour("color-text", [{"color": "red", "value": None}, {"color": "orange", "value": 0.1},
+                                                          {"color": "green", "value": 0.3}]),
+                       "read ok": colour("color-text", [{"color": "red", "value": None}, {"color": "green", "value": 1}])}), 24, 5)
 
     b.row("Board and boot configuration")
     b.add(table("Board", "The board model from the device tree.", "none",

@@ -4,7 +4,15 @@
 # libraries, as a .deb with a suite-specific version (0.1.0-1~deb12, 0.1.0-1~deb13), Debian's
 # hardening flags (dpkg-buildflags with hardening=+all: PIE, stack protector, FORTIFY_SOURCE,
 # RELRO and BIND_NOW) and Depends from dpkg-shlibdeps.
-#   scripts/build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]
+#   scripts/build-deb.sh bookworm|trixie amd64|arm64|armhf|armv6 [output directory]
+# armv6 is a pseudo-architecture: the package diskprobe-exporter-armv6 (Architecture armhf) for
+# Raspberry Pi 1/Zero on Raspberry Pi OS 32-bit, one static executable from Debian's armel compiler
+# (cmake/toolchain-armv6.cmake, docs/packaging.md "ARMv6"), built like the others with the suite's
+# compiler (crossbuild-essential-armel) against a sysroot of the suite's armel packages
+# (sysroot-<suite>-armel; on Debian 13 yaml-cpp 0.8, OpenSSL 3.5 and 64-bit time_t), with
+# dpkg-buildflags for armel: all of them apply to a static link except PIE (Debian's armel glibc
+# has no static PIE) and BIND_NOW (no dynamic symbols to bind); checked below on the unstripped
+# executable before cpack strips it.
 # The .deb is written to the output directory (default build-deb/); the build tree is
 # $DISKPROBE_CACHE/build-<suite>-<arch>.
 #
@@ -23,8 +31,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
-suite=${1:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]}
-arch=${2:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf [output directory]}
+suite=${1:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf|armv6 [output directory]}
+arch=${2:?usage: build-deb.sh bookworm|trixie amd64|arm64|armhf|armv6 [output directory]}
 out=$(realpath -m "${3:-build-deb}")
 cache=${DISKPROBE_CACHE:-/var/cache/diskprobe-build}
 case "$suite" in
@@ -32,16 +40,23 @@ case "$suite" in
   trixie) revision=1~deb13 unitdir=/usr/lib/systemd/system ;;
   *) echo "build-deb: unsupported suite $suite (bookworm, trixie)" >&2; exit 2 ;;
 esac
-case "$arch" in amd64|arm64|armhf) ;; *) echo "build-deb: unsupported architecture $arch" >&2; exit 2 ;; esac
+case "$arch" in amd64|arm64|armhf|armv6) ;; *) echo "build-deb: unsupported architecture $arch" >&2; exit 2 ;; esac
 build=$cache/build-$suite-$arch
 sysroot=$cache/sysroot-$suite-$arch
 here=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 native=$(dpkg --print-architecture)
+# The package's name and dpkg architecture, and dpkg-buildflags' architecture.
+pkg=diskprobe-exporter debarch=$arch flagsarch=$arch
+sysarch=$arch
+if [ "$arch" = armv6 ]; then
+  pkg=diskprobe-exporter-armv6 debarch=armhf flagsarch=armel sysarch=armel
+  sysroot=$cache/sysroot-$suite-armel
+fi
 
 if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
   root=$cache/buildroot-$suite
   scripts/make-build-root.sh "$suite" "$root"
-  [ "$arch" = "$native" ] || SUITE=$suite scripts/make-sysroot.sh "$arch" "$sysroot"
+  [ "$arch" = "$native" ] || SUITE=$suite scripts/make-sysroot.sh "$sysarch" "$sysroot"
   mounts=()
   cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done; }
   trap cleanup EXIT
@@ -64,7 +79,14 @@ fi
 cmake_args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DDISKPROBE_BUILD_TESTS=OFF
             -DDISKPROBE_DEB_REVISION="$revision" -DDISKPROBE_DEB_DISTRIBUTION="$suite"
             -DDISKPROBE_SYSTEMD_UNIT_DIR="$unitdir")
-if [ "$arch" != "$native" ]; then
+if [ "$arch" = armv6 ]; then
+  SUITE=$suite scripts/make-sysroot.sh armel "$sysroot"
+  if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then
+    scripts/cross-dpkg-db.sh "$sysroot" "$sysroot.apt/archives"
+  fi
+  scripts/armv6-static-deps.sh "$sysroot"
+  cmake_args+=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-armv6.cmake -DDISKPROBE_SYSROOT="$sysroot")
+elif [ "$arch" != "$native" ]; then
   SUITE=$suite scripts/make-sysroot.sh "$arch" "$sysroot"
   if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then
     scripts/cross-dpkg-db.sh "$sysroot" "$sysroot.apt/archives"
@@ -76,7 +98,8 @@ command -v ccache >/dev/null && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccach
 # default set). CMake takes CXXFLAGS and LDFLAGS from the environment at the first configure.
 # No -g: the package ships no debug symbols (no -dbgsym package), and -g costs a third of the
 # compile time on a small machine.
-export DEB_BUILD_MAINT_OPTIONS=hardening=+all DEB_CXXFLAGS_MAINT_STRIP=-g DEB_HOST_ARCH=$arch
+# (armv6: armel's, the ABI the compiler builds for.)
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all DEB_CXXFLAGS_MAINT_STRIP=-g DEB_HOST_ARCH=$flagsarch
 CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
 LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
 export CXXFLAGS LDFLAGS
@@ -90,10 +113,21 @@ cmake "${cmake_args[@]}" >"$cache/build-$suite-$arch.configure.log" 2>&1 ||
 start=$SECONDS
 cmake --build "$build" -j "${JOBS:-2}"
 echo "build-deb: built in $((SECONDS - start)) s" >&2
+if [ "$arch" = armv6 ]; then
+  # What hardening-check cannot see in the stripped static executable of the package: the
+  # project's own objects call the stack protector's check and the fortified libc functions.
+  nm=arm-linux-gnueabi-nm
+  objs=$(find "$build" -name '*.cpp.o' -path '*diskprobe_*' | wc -l)
+  ssp=$(find "$build" -name '*.cpp.o' -path '*diskprobe_*' -exec "$nm" -u {} + 2>/dev/null | grep -c ' U __stack_chk_fail$' || true)
+  chk=$(find "$build" -name '*.cpp.o' -path '*diskprobe_*' -exec "$nm" -u {} + 2>/dev/null | awk '$2 ~ /^__.*_chk$/ && $2 != "__stack_chk_fail" {print $2}' | sort -u | tr '\n' ' ')
+  echo "build-deb: armv6 hardening: $ssp of $objs objects call __stack_chk_fail; fortified calls: ${chk:-none}" >&2
+  file -b "$build/diskprobe_exporter" | grep -q 'statically linked' || { echo "build-deb: armv6: not a static executable" >&2; exit 1; }
+  [ "$ssp" -gt 0 ] && [ -n "$chk" ] || { echo "build-deb: armv6: no stack protector or FORTIFY_SOURCE in the objects" >&2; exit 1; }
+fi
 rm -rf "$build/package"
 (cd "$build" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$build/package" >cpack.log 2>&1) ||
   { cat "$build/cpack.log" >&2; exit 1; }
-deb=$(ls "$build"/package/diskprobe-exporter_*_"$arch".deb)
+deb=$(ls "$build"/package/"$pkg"_*_"$debarch".deb)
 mkdir -p "$out"
 cp "$deb" "$out/"
 echo "build-deb: $out/$(basename "$deb")" >&2

@@ -30,7 +30,7 @@ cmake --build "$build" -j "${JOBS:-2}"
 # by a run of an older build whose probe tests created it through the prefix) would hide the
 # machine's /tmp, where the unit tests make their directories.
 rm -rf "$sysroot/tmp"
-ctest --test-dir "$build" --output-on-failure -E '^(e2e_|deploy_|prometheus_rules|dashboards|fleet_)'
+ctest --test-dir "$build" --output-on-failure -j 2 -E '^(e2e_|deploy_|prometheus_rules|dashboards|fleet_)'
 # The Debian package for the target: Depends from dpkg-shlibdeps, ELF machine, lintian.
 scripts/cross-package.sh "$arch" "$build" "$sysroot"
 

@@ -6,8 +6,11 @@
 #                                   # emulated card (nbdkit, nbdfuse, fuse3, mkfs.ext4) and fio (bench peer)
 #   scripts/install-deps.sh cross   # build + cross compilers for arm64/armhf and qemu-user-static
 #   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
-#   scripts/install-deps.sh qemu    # build + QEMU (x86 system) and nvme-cli for make test-nvme-qemu
-#   scripts/install-deps.sh matrix  # cross + what make matrix / make repo need (debootstrap, hardening-check,
+#   scripts/install-deps.sh qemu    # build + QEMU (x86 system), nvme-cli and smartmontools for make test-nvme-qemu
+#                                   # and make test-sata-qemu
+#   scripts/install-deps.sh pi-qemu # matrix + QEMU (arm system), mmdebstrap for make test-pi-qemu
+#   scripts/install-deps.sh armv6   # cross + Debian's armel compiler, for the static ARMv6 build (make test-armv6)
+#   scripts/install-deps.sh matrix  # cross + armv6 + what make matrix / make repo need (debootstrap, hardening-check,
 #                                   # apt-ftparchive, gpg)
 set -euo pipefail
 
@@ -31,16 +34,29 @@ command -v npm >/dev/null || deploy_pkgs+=(npm)
 # sysroot (scripts/make-sysroot.sh), never from foreign -dev packages in the machine root. lintian,
 # htpasswd and curl: scripts/cross-package.sh lints the .deb and serves HTTPS from it under qemu.
 cross_pkgs=(crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static lintian apache2-utils curl)
+# The ARMv6 build (scripts/armv6-test.sh): Debian's armel compiler (ARMv5TE code, runs on ARMv6),
+# dpkg-dev for dpkg-source (scripts/armv6-static-deps.sh builds prometheus-cpp from its Debian
+# source package), devscripts for test-deb.sh's hardening-check, file for the ELF checks.
+armv6_pkgs=("${cross_pkgs[@]}" crossbuild-essential-armel dpkg-dev devscripts file)
 # Fuzzing (make fuzz, tests/fuzz/README.md): clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev, only recommended by clang-14), llvm-symbolizer (llvm-14) for stack traces.
 fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
-# The NVMe guest test (tests/e2e/nvme_qemu_e2e.sh): QEMU's emulated NVMe controller, nvme-cli as
-# the reference; the guest's kernel and busybox are fetched with apt-get download by the test.
-qemu_pkgs=(qemu-system-x86 nvme-cli python3)
+# The guest tests. NVMe (tests/e2e/nvme_qemu_e2e.sh): QEMU's emulated NVMe controller, nvme-cli as
+# the reference; the guest's kernel and busybox are fetched with apt-get download. SD CMD56
+# (tests/e2e/sd_cmd56_qemu_e2e.sh): QEMU's raspi3b, a static arm64 probe (cross gcc), a
+# partitioned card image (sfdisk), the initramfs (cpio). SATA (tests/e2e/sata_qemu_e2e.sh):
+# smartmontools' smartctl, which the exporter runs in the guest and which is the reference.
+qemu_pkgs=(qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu fdisk cpio nvme-cli smartmontools python3)
+# The emulated Pi test (tests/e2e/pi_qemu_e2e.sh, scripts/pi-image.sh): qemu-system-aarch64 and
+# qemu-img, the arm64 root made by mmdebstrap (arch-test: which architectures run here) with its
+# maintainer scripts under qemu-user, sfdisk and mkfs.ext4 for the card, cpio for the initramfs,
+# fdtput (device-tree-compiler) for the dtb; the .deb from the package matrix.
+pi_qemu_pkgs=("${cross_pkgs[@]}" qemu-system-arm qemu-utils mmdebstrap arch-test fdisk e2fsprogs cpio kmod
+              python3 debootstrap devscripts apt-utils file device-tree-compiler)
 # The package matrix and the apt repository (make matrix, make repo, make test-repo; docs/packaging.md):
 # build roots and clean roots of each suite (debootstrap), hardening-check (devscripts), the
 # repository's indexes (apt-ftparchive in apt-utils) and signature (gpg), nspawn to boot a root.
-matrix_pkgs=("${cross_pkgs[@]}" debootstrap devscripts apt-utils gpg systemd-container python3 file)
+matrix_pkgs=("${armv6_pkgs[@]}" debootstrap devscripts apt-utils gpg systemd-container python3 file)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
@@ -48,8 +64,10 @@ case "${1:-build}" in
   cross) want+=("${cross_pkgs[@]}") ;;
   fuzz) want+=("${fuzz_pkgs[@]}") ;;
   qemu) want+=("${qemu_pkgs[@]}") ;;
+  pi-qemu) want+=("${pi_qemu_pkgs[@]}") ;;
+  armv6) want+=("${armv6_pkgs[@]}") ;;
   matrix) want+=("${matrix_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|cross|fuzz|qemu|matrix]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|cross|fuzz|qemu|pi-qemu|armv6|matrix]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -4,7 +4,9 @@
 #   <repo>/dists/<suite>/main/binary-<arch>/Packages{,.gz,.xz}
 #   <repo>/dists/<suite>/{Release,InRelease,Release.gpg}    signed with the operator's key
 #   <repo>/diskprobe-archive-keyring.gpg                    the public key, for the Pis
-# Each .deb goes to the suite its version names (~deb12: bookworm, ~deb13: trixie).
+# Each .deb goes to the suite its version names (~deb12: bookworm, ~deb13: trixie). The ARMv6
+# package (diskprobe-exporter-armv6, Architecture armhf) lands in binary-armhf beside
+# diskprobe-exporter: one index for every Raspberry Pi OS 32-bit board, the name picks the build.
 #   scripts/make-repo.sh <directory of .deb files> <repository directory>
 # The signing key: a GnuPG home in $DISKPROBE_REPO_GNUPGHOME (default
 # ~/.local/share/diskprobe-exporter/repo-gnupg, outside any repository; never commit it). Made on

@@ -14,8 +14,8 @@
 # A trixie sysroot needs trixie's compilers (its libstdc++ headers are GCC 14's):
 # scripts/build-deb.sh builds in a trixie root for that.
 set -euo pipefail
-arch=${1:?usage: make-sysroot.sh arm64|armhf|amd64 [output directory]}
-case "$arch" in arm64|armhf|amd64) ;; *) echo "unsupported architecture $arch" >&2; exit 2 ;; esac
+arch=${1:?usage: make-sysroot.sh arm64|armhf|armel|amd64 [output directory]}
+case "$arch" in arm64|armhf|armel|amd64) ;; *) echo "unsupported architecture $arch" >&2; exit 2 ;; esac
 suite=${SUITE:-bookworm}
 # The C++ library headers of the suite's default compiler.
 case "$suite" in

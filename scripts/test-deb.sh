@@ -10,6 +10,9 @@
 #    architecture, the resolved packages and the package are unpacked into an empty root
 #    (dpkg -x: no maintainer scripts, which would need binfmt_misc), and the exporter runs from
 #    it under qemu-user with only that root's libraries (-L);
+#    armv6 (diskprobe-exporter-armv6, Architecture armhf, static): the same on an empty Debian armhf
+#    root (the dpkg architecture of Raspberry Pi OS 32-bit), run under qemu-arm -cpu arm1176 (the
+#    Pi 1/Zero core); a Debian armhf binary from that root is shown to die there with SIGILL;
 #  - a scrape of /metrics answers 200 with diskprobe_build_info.
 #   scripts/test-deb.sh <suite> <arch> <package.deb>
 # Needs root (chroot). Roots are cached in $DISKPROBE_CACHE (default /var/cache/diskprobe-build).
@@ -24,12 +27,22 @@ source tests/e2e/lib.sh  # check, ok, fail, E2E_WORK (removed on exit), E2E_PIDS
 work=$E2E_WORK
 here=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 
+# armv6 is a pseudo-architecture (scripts/build-deb.sh): an armhf package.
+debarch=$arch
+[ "$arch" = armv6 ] && debarch=armhf
 echo "== $suite $arch: $(basename "$deb")"
 printf 'Package: %s  Version: %s  Architecture: %s  Size: %d bytes (Installed-Size %s KiB)\n' \
   "$(dpkg-deb -f "$deb" Package)" "$(dpkg-deb -f "$deb" Version)" "$(dpkg-deb -f "$deb" Architecture)" \
   "$(stat -c %s "$deb")" "$(dpkg-deb -f "$deb" Installed-Size)"
 echo "Depends: $(dpkg-deb -f "$deb" Depends)"
-check "Architecture is $arch" test "$(dpkg-deb -f "$deb" Architecture)" = "$arch"
+check "Architecture is $debarch" test "$(dpkg-deb -f "$deb" Architecture)" = "$debarch"
+if [ "$arch" = armv6 ]; then
+  echo "Provides: $(dpkg-deb -f "$deb" Provides)  Conflicts: $(dpkg-deb -f "$deb" Conflicts)  Replaces: $(dpkg-deb -f "$deb" Replaces)"
+  check "armv6: Depends is adduser alone (a static executable)" test "$(dpkg-deb -f "$deb" Depends)" = adduser
+  check "armv6: Provides, Conflicts and Replaces diskprobe-exporter" bash -c \
+    "dpkg-deb -f '$deb' Provides | grep -q '^diskprobe-exporter (= ' && [ \"\$(dpkg-deb -f '$deb' Conflicts)\" = diskprobe-exporter ] &&
+     [ \"\$(dpkg-deb -f '$deb' Replaces)\" = diskprobe-exporter ]"
+fi
 case "$suite" in bookworm) want=deb12 ;; trixie) want=deb13 ;; *) want=unknown ;; esac
 check "version ends in ~$want" bash -c "dpkg-deb -f '$deb' Version | grep -q '~$want\$'"
 
@@ -65,10 +78,16 @@ if command -v hardening-check >/dev/null; then
     # unprotected call of a function FORTIFY_SOURCE covers ("unknown, no protectable libc
     # functions used" is no failure). The OpenSSL compat libraries are forwarders, in which the
     # compiler may find no function that needs a canary.
-    check "${f#"$work/x"}: RELRO, BIND_NOW" bash -c \
+    [ "$arch" = armv6 ] || check "${f#"$work/x"}: RELRO, BIND_NOW" bash -c \
       "! grep -E 'Read-only relocations: no|Immediate binding: no' '$out' >/dev/null"
-    case "$f" in
-      */bin/*|*-bench)
+    case "$arch:$f" in
+      armv6:*/bin/*|armv6:*-bench)
+        # A stripped static executable: no dynamic section (so no BIND_NOW), no symbols for
+        # hardening-check to find the stack protector or fortified calls by; Debian's armel glibc
+        # has no static PIE (no rcrt1.o). What can be checked: static, RELRO.
+        check "${f#"$work/x"}: statically linked, RELRO (static: no PIE, no BIND_NOW on armel)" bash -c \
+          "file -b '$f' | grep -q 'statically linked' && grep -q 'Read-only relocations: yes' '$out'" ;;
+      *:*/bin/*|*:*-bench)
         check "${f#"$work/x"}: PIE, stack protector, fortify" bash -c \
           "grep -q 'Position Independent Executable: yes' '$out' && grep -q 'Stack protected: yes' '$out' &&
            ! grep -q 'Fortify Source functions: no' '$out'" ;;
@@ -136,7 +155,14 @@ if [ "$arch" = amd64 ]; then
   serve "$work/exporter.log" chroot --userspec=diskprobe:diskprobe "$root" /usr/bin/diskprobe_exporter \
     --config.file=/etc/diskprobe_exporter/config.yml
 else
-  case "$arch" in arm64) qemu=qemu-aarch64-static ;; armhf) qemu=qemu-arm-static ;; *) echo "bad arch $arch" >&2; exit 2 ;; esac
+  qemu=(qemu-arm-static)
+  case "$arch" in
+    arm64) qemu=(qemu-aarch64-static) ;;
+    armhf) ;;
+    armv6) qemu=(qemu-arm-static -cpu arm1176) ;;
+    *) echo "bad arch $arch" >&2; exit 2 ;;
+  esac
+  arch=$debarch
   apt_dir=$cache/aptstate-$suite-$arch
   mkdir -p "$apt_dir"/{lists/partial,archives/partial,etc/preferences.d}
   : >"$apt_dir/status"
@@ -155,7 +181,17 @@ else
   for d in "$apt_dir"/archives/*.deb "$deb"; do dpkg-deb -x "$d" "$root"; n=$((n + 1)); done
   for d in lib bin sbin; do [ -e "$root/$d" ] || ln -s "usr/$d" "$root/$d"; done
   ok "apt resolved its Depends on an empty $suite $arch system: $n packages unpacked into an empty root"
-  serve "$work/exporter.log" "$qemu" -L "$root" "$root/usr/bin/diskprobe_exporter" \
+  if [ "${#qemu[@]}" -gt 1 ]; then
+    # The before/after on the ARMv6 core: Debian armhf's own code (its dynamic loader and perl, from
+    # this root) is ARMv7 and dies with SIGILL; the package's exporter runs.
+    rc=0
+    "${qemu[@]}" -L "$root" "$root/usr/bin/passwd" --help >"$work/sigill.log" 2>&1 || rc=$?
+    check "Debian armhf's passwd under ${qemu[*]}: killed by SIGILL (exit $rc: $(head -c 120 "$work/sigill.log" | tr '\n' ' '))" \
+      bash -c "[ $rc = 132 ] || grep -q 'signal 4 (Illegal instruction)' '$work/sigill.log'"
+    check "the packaged exporter under ${qemu[*]}: $("${qemu[@]}" "$root/usr/bin/diskprobe_exporter" --version 2>&1 | head -n1)" \
+      "${qemu[@]}" "$root/usr/bin/diskprobe_exporter" --version
+  fi
+  serve "$work/exporter.log" "${qemu[@]}" -L "$root" "$root/usr/bin/diskprobe_exporter" \
     --config.file="$root/etc/diskprobe_exporter/config.yml"
 fi
 

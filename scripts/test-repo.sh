@@ -4,8 +4,14 @@
 # that suite (debootstrap minbase, amd64, plus systemd to boot it and curl for the commands) runs
 # the README's three commands (key, source, apt install), and the root boots with systemd-nspawn:
 # the package's service must be active and serve /metrics.
+# Then, for each suite, the ARMv6 package as Raspberry Pi OS 32-bit on a Pi Zero/1 gets it: both
+# diskprobe-exporter and diskprobe-exporter-armv6 are in the suite's binary-armhf index, apt for
+# an empty armhf system of the suite installs (resolves and fetches) diskprobe-exporter-armv6
+# from the repository, and the exporter unpacked from it serves /metrics under
+# qemu-arm -cpu arm1176 (the Pi 1/Zero core).
 #   scripts/test-repo.sh <repository directory> [suite...]
-#   TEST_REPO_ARCH=arm64 scripts/test-repo.sh ...   the arm64 (or armhf) packages instead, below
+#   TEST_REPO_ARCH=arm64 scripts/test-repo.sh ...   the arm64 (or armhf, armv6) packages instead, below
+#   TEST_REPO_ARMV6=0 scripts/test-repo.sh ...      without the ARMv6 part
 # Needs root, systemd-nspawn (systemd-container), debootstrap and the Debian mirror. Clean roots
 # are cached in $DISKPROBE_CACHE (default /var/cache/diskprobe-build).
 set -euo pipefail
@@ -51,10 +57,20 @@ trap safe_cleanup EXIT
 # resolves) from the repository; the packages are unpacked into an empty root and the exporter
 # runs from it under qemu-user. Maintainer scripts and the unit need binfmt_misc, which this
 # test does not register on a shared machine: amd64 covers them.
+# armv6: diskprobe-exporter-armv6 for armhf, run on the ARM1176 core.
 test_foreign() {
-  local suite=$1 arch=$2 qemu apt_dir root n=0 d
-  root=$work/root-$suite-$arch
-  case "$arch" in arm64) qemu=qemu-aarch64-static ;; armhf) qemu=qemu-arm-static ;; esac
+  local suite=$1 arch=$2 qemu apt_dir root n=0 d pkg=diskprobe-exporter name=$2
+  root=$work/root-$suite-$name
+  case "$arch" in
+    arm64) qemu=(qemu-aarch64-static) ;;
+    armhf) qemu=(qemu-arm-static) ;;
+    armv6) qemu=(qemu-arm-static -cpu arm1176) pkg=diskprobe-exporter-armv6 arch=armhf ;;
+  esac
+  if [ "$name" = armv6 ]; then
+    local idx=$repo/dists/$suite/main/binary-armhf/Packages
+    check "$suite armhf index: $(grep '^Package:' "$idx" 2>/dev/null | sed 's/Package: //' | sort | tr '\n' ' ')(both builds under one sources.list line)" \
+      bash -c "grep -qx 'Package: diskprobe-exporter-armv6' '$idx' && grep -qx 'Package: diskprobe-exporter' '$idx'"
+  fi
   apt_dir=$work/apt-$suite-$arch
   mkdir -p "$apt_dir"/{lists/partial,archives/partial,etc/preferences.d} "$root"
   : >"$apt_dir/status"
@@ -65,16 +81,16 @@ test_foreign() {
   source scripts/sysroot-apt.sh
   sysroot_apt_opts "$arch" "$apt_dir"
   if apt-get "${apt_opts[@]}" update >"$work/apt-$suite-$arch.log" 2>&1 &&
-     apt-get "${apt_opts[@]}" install -y --download-only diskprobe-exporter >>"$work/apt-$suite-$arch.log" 2>&1; then
-    ok "$suite $arch: apt (empty $suite $arch system) resolved and fetched $(ls "$apt_dir"/archives/diskprobe-exporter_*.deb | xargs -n1 basename) from $url with $(ls "$apt_dir"/archives/*.deb | wc -l) packages"
+     apt-get "${apt_opts[@]}" install -y --download-only "$pkg" >>"$work/apt-$suite-$arch.log" 2>&1; then
+    ok "$suite $name: apt (empty $suite $arch system) resolved and fetched $(ls "$apt_dir"/archives/"$pkg"_*.deb | xargs -n1 basename) from $url with $(ls "$apt_dir"/archives/*.deb | wc -l) packages"
     grep -E "127\.0\.0\.1" "$work/apt-$suite-$arch.log" | sed 's/^/  /'
   else
-    fail "$suite $arch: apt install from the repository"; tail -20 "$work/apt-$suite-$arch.log" >&2; return
+    fail "$suite $name: apt install $pkg from the repository"; tail -20 "$work/apt-$suite-$arch.log" >&2; return
   fi
   check "$suite $arch: the repository's signature was checked" bash -c "! grep -qiE 'not signed|NO_PUBKEY|insecure' '$work/apt-$suite-$arch.log'"
   for d in "$apt_dir"/archives/*.deb; do dpkg-deb -x "$d" "$root"; n=$((n + 1)); done
   for d in lib bin sbin; do [ -e "$root/$d" ] || ln -s "usr/$d" "$root/$d"; done
-  "$qemu" -L "$root" "$root/usr/bin/diskprobe_exporter" --config.file="$root/etc/diskprobe_exporter/config.yml" \
+  "${qemu[@]}" -L "$root" "$root/usr/bin/diskprobe_exporter" --config.file="$root/etc/diskprobe_exporter/config.yml" \
     --web.listen-address=127.0.0.1:0 2>"$work/exporter-$suite-$arch.log" &
   E2E_PIDS+=($!)
   local addr="" code
@@ -85,7 +101,7 @@ test_foreign() {
     sleep 0.1
   done
   code=$(curl -s -o "$work/metrics-$suite-$arch.txt" -w '%{http_code}' --max-time 30 "http://$addr/metrics" || true)
-  check "$suite $arch: the installed exporter under $qemu serves /metrics: $code, $(grep '^diskprobe_build_info' "$work/metrics-$suite-$arch.txt" 2>/dev/null)" \
+  check "$suite $name: the installed exporter under ${qemu[*]} serves /metrics: $code, $(grep '^diskprobe_build_info' "$work/metrics-$suite-$arch.txt" 2>/dev/null)" \
     bash -c "[ '$code' = 200 ] && grep -q '^diskprobe_build_info' '$work/metrics-$suite-$arch.txt'"
   kill "${E2E_PIDS[-1]}" 2>/dev/null || true
 }
@@ -172,6 +188,13 @@ for suite in "${suites[@]}"; do
   kill "${NSPAWN_PIDS[-1]}" 2>/dev/null || true
   wait "${NSPAWN_PIDS[-1]}" 2>/dev/null || true
 done
+
+if [ "${TEST_REPO_ARCH:-amd64}" = amd64 ] && [ "${TEST_REPO_ARMV6:-1}" != 0 ]; then
+  for suite in "${suites[@]}"; do
+    log "$suite armv6: diskprobe-exporter-armv6 from the repository for an empty armhf system, run on the ARM1176"
+    test_foreign "$suite" armv6
+  done
+fi
 
 if [ "$FAILURES" -gt 0 ]; then echo "repository test: $FAILURES check(s) failed" >&2; exit 1; fi
 echo "repository test: all checks passed (${suites[*]})"

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -22,14 +23,22 @@
 #include "http/web_config.h"
 #include "probes/probe_manager.h"
 #include "scrape/scraper.h"
+#include "sources/child_process.h"
 #include "sources/device_registry.h"
 #include "sources/kmsg_follower.h"
 #include "sources/nvme_health.h"
+#include "sources/sd_vendor_health.h"
+#include "sources/smart_health.h"
 #include "util/log.h"
 #include "version.h"
 
 namespace diskprobe::app {
 namespace {
+
+// How long a stop waits for the components (HTTP workers, probe threads, health readers), all
+// together: what has not ended by then is left behind. Below the 2 s the exporter promises for
+// SIGTERM, with room for the rest of the exit (the device watcher, the last log line).
+constexpr std::chrono::milliseconds kStopBudget{1200};
 
 double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -198,7 +207,23 @@ int Run(const Flags& flags) {
     nvme = std::make_unique<NvmeHealthReader>(paths.sysfs, flags.devfs, &devices, cfg->health.nvme_interval);
     nvme->Start();
   }
-  Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get(), nvme.get()}));
+  // Sends nothing until cards are listed in health.sd_vendor.devices (Start is a no-op then); a
+  // reload can list some.
+  std::unique_ptr<SdVendorHealthReader> sd_vendor;
+  if (collectors::Needs(chosen, collectors::Source::kSdVendor)) {
+    sd_vendor = std::make_unique<SdVendorHealthReader>(flags.devfs, cfg->health.sd_vendor);
+    sd_vendor->Start();
+  }
+  auto smart_options = [](const config::Config& c) {
+    return SmartHealthReader::Options{c.health.smart_interval, c.health.smartctl_timeout, c.health.smartctl_path,
+                                      c.health.smart_device_types};
+  };
+  std::unique_ptr<SmartHealthReader> smart;
+  if (collectors::Needs(chosen, collectors::Source::kSmart)) {
+    smart = std::make_unique<SmartHealthReader>(paths.sysfs, flags.devfs, &devices, smart_options(*cfg));
+    smart->Start();
+  }
+  Scraper scraper(paths, &devices, collectors::Build(chosen, {&probes, kmsg.get(), nvme.get(), sd_vendor.get(), smart.get()}));
   scraper.SetReloadResult(true, UnixNow());
 
   std::atomic<bool> ready{false};
@@ -237,6 +262,8 @@ int Run(const Flags& flags) {
         devices.Reconfigure(cfg->devices);
         if (kmsg) kmsg->SetDeviceFilter(cfg->devices);
         if (nvme) nvme->SetInterval(cfg->health.nvme_interval);
+        if (sd_vendor) sd_vendor->Reconfigure(cfg->health.sd_vendor);
+        if (smart) smart->SetOptions(smart_options(*cfg));
         probes.Reconfigure(probe_config(cfg));
         log::Info("configuration reloaded", {{"config", cfg->source}});
       }
@@ -250,13 +277,27 @@ int Run(const Flags& flags) {
   }
   ready.store(false);
   // Neither a client holding a connection nor a card stuck in an operation may delay the exit
-  // beyond 2 s: each gets a bounded wait, then the process leaves without joining them.
-  bool clean = server.Stop(std::chrono::milliseconds(800));
-  clean = probes.Stop(std::chrono::milliseconds(500)) && clean;
-  if (nvme) clean = nvme->Stop(std::chrono::milliseconds(300)) && clean;
+  // beyond 2 s. Every component is asked to stop at once, then all are waited for against one
+  // deadline (they wind down side by side); what has not ended by then is left, and the process
+  // exits without joining it.
+  const auto deadline = std::chrono::steady_clock::now() + kStopBudget;
+  probes.RequestStop();
+  if (nvme) nvme->RequestStop();
+  if (sd_vendor) sd_vendor->RequestStop();
+  if (smart) smart->RequestStop();
+  const auto left = [&deadline] {
+    return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      deadline - std::chrono::steady_clock::now()));
+  };
+  bool clean = server.Stop(left());
+  clean = probes.StopBy(deadline) && clean;
+  if (nvme) clean = nvme->StopBy(deadline) && clean;
+  if (sd_vendor) clean = sd_vendor->StopBy(deadline) && clean;
+  if (smart) clean = smart->StopBy(deadline) && clean;
   devices.Stop();
   if (!clean) {
-    log::Warn("stopped; abandoned a stuck probe operation or an idle HTTP connection");
+    KillRunningChildren();  // a smartctl run the SMART reader was left waiting on
+    log::Warn("stopped; abandoned a stuck probe operation, health read or HTTP connection");
     std::_Exit(0);  // abandoned threads still run: skip static destructors
   }
   log::Info("stopped");

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <memory>
 
+#if DISKPROBE_BENCH_PUSH
 #include <prometheus/gateway.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+#endif
 
 #include "util/strings.h"
 
@@ -82,14 +84,24 @@ std::string FormatTable(const Report& r) {
   return out;
 }
 
+namespace {
+
+// The fields both JSON reports start with (docs/bench-schema.json, docs/bench-capacity-schema.json).
+nlohmann::json Envelope(const char* tool, const std::string& version, double started_unix, double elapsed_seconds) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["tool"] = tool;
+  j["version"] = version;
+  j["started_unix_seconds"] = started_unix;
+  j["elapsed_seconds"] = elapsed_seconds;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const Report& r) {
   using nlohmann::json;
-  json j;
-  j["schema_version"] = 1;
-  j["tool"] = "diskprobe_exporter bench";
-  j["version"] = r.version;
-  j["started_unix_seconds"] = r.started_unix;
-  j["elapsed_seconds"] = r.elapsed_seconds;
+  json j = Envelope("diskprobe_exporter bench", r.version, r.started_unix, r.elapsed_seconds);
   j["limits"] = {{"duration_seconds", r.options.duration_seconds},
                  {"max_bytes", r.options.max_bytes},
                  {"queue_depth", r.options.queue_depth}};
@@ -140,6 +152,142 @@ nlohmann::json ToJson(const Report& r) {
   return j;
 }
 
+namespace {
+
+std::string MiB(std::uint64_t b) { return Fmt("%.1f MiB", static_cast<double>(b) / (1 << 20)); }
+// Bytes exactly and in MiB: "67108864 bytes (64.0 MiB)".
+std::string Bytes(std::uint64_t b) { return std::to_string(b) + " bytes (" + MiB(b) + ")"; }
+std::string Rate(std::uint64_t b, double s) { return s > 0 ? Fmt("%.1f MB/s", static_cast<double>(b) / s / 1e6) : "-"; }
+
+constexpr BlockKind kBadKinds[] = {BlockKind::kWrapAround, BlockKind::kStale, BlockKind::kZeros, BlockKind::kGarbage,
+                                   BlockKind::kReadError};
+
+bool Aliases(BlockKind k) { return k == BlockKind::kWrapAround || k == BlockKind::kStale; }
+
+}  // namespace
+
+std::string CapacityOutcome(const CapacityResult& r) {
+  if (r.intact_bytes < r.verified_bytes) return "data_lost";
+  if (r.interrupted || r.written_bytes == 0 || r.verified_bytes < r.written_bytes) return "incomplete";
+  return "ok";
+}
+
+std::string FormatCapacity(const CapacityResult& r) {
+  std::string out;
+  out += "capacity check of " + r.options.directory + (r.disk.empty() ? "" : " (disk " + r.disk + ")") +
+         ": filesystem " + MiB(r.fs_total_bytes) + ", " + MiB(r.fs_available_bytes) + " available, floor " +
+         MiB(r.options.free_floor) + ", bound " + MiB(r.options.max_bytes) + "\n";
+  out += "written:  " + Bytes(r.written_bytes) + " in " + std::to_string(r.files) + " files (planned " +
+         MiB(r.planned_bytes) + "), " + Rate(r.written_bytes, r.write_seconds) + " with fdatasync\n";
+  out += "verified: " + Bytes(r.verified_bytes) + ", " + (r.direct_io ? "O_DIRECT" : "buffered") + " reads at " +
+         Rate(r.verified_bytes, r.verify_seconds) +
+         (r.device_read_bytes ? ", the disk counted " + MiB(*r.device_read_bytes) + " read" : "") + "\n";
+  out += "intact:   " + Bytes(r.intact_bytes) + "\n";
+  if (r.verified_bytes > r.intact_bytes) {
+    out += "lost:     " + Bytes(r.verified_bytes - r.intact_bytes) + ":";
+    for (BlockKind k : kBadKinds)
+      if (r.blocks[static_cast<int>(k)] > 0)
+        out += " " + KindName(k) + " " + MiB(r.blocks[static_cast<int>(k)] * kFillBlock);
+    out += "\n";
+  }
+  if (!r.bad_ranges.empty()) {
+    const BadRange& b = r.bad_ranges.front();
+    out += "first bad offset: " + Bytes(b.offset) + ", " + KindName(b.kind) +
+           (Aliases(b.kind) ? ": holds the block of offset " + Bytes(b.aliased_offset) : "") + "\n";
+  }
+  if (r.card_alias_distance)
+    out += "alias distance on the device: " + Bytes(*r.card_alias_distance) +
+           " (a block and the one it reads back as: the card's real size when it maps addresses modulo it)\n";
+  else if (r.alias_distance)
+    out += "alias distance in the fill: " + Bytes(*r.alias_distance) +
+           " (device addresses unknown; the card's real size only where the fill lies in ascending order)\n";
+  // KiB below a MiB: most ranges on a wrapped filesystem are a few blocks long.
+  auto size = [](std::uint64_t b) { return b < (1 << 20) ? std::to_string(b >> 10) + " KiB" : MiB(b); };
+  for (std::size_t i = 0; i < r.bad_ranges.size() && i < 8; ++i) {
+    const BadRange& b = r.bad_ranges[i];
+    out += "  bad at " + size(b.offset) + ", " + size(b.bytes) + " " + KindName(b.kind) +
+           (Aliases(b.kind) ? " (holding the blocks from " + size(b.aliased_offset) + ")" : "") + "\n";
+  }
+  if (r.bad_ranges.size() > 8 || r.bad_ranges_truncated) out += "  ... (all of them in --format json)\n";
+  if (!r.stop_reason.empty()) out += "stopped: " + r.stop_reason + "\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  const std::string outcome = CapacityOutcome(r);
+  out += r.removed ? "files removed\n" : "WARNING: " + r.remove_error + "\n";
+  // A card that wraps overwrites the filesystem's own blocks with the fill: its metadata is gone.
+  if (!r.removed && outcome == "data_lost")
+    out += "WARNING: the card lost the filesystem's own blocks too: copy what matters off it and reformat it\n";
+  // A fill bounded by --capacity-max checks part of the free space: a card faking its size shows
+  // only where the fill reaches past its real size.
+  const std::uint64_t room =
+      r.fs_available_bytes > r.options.free_floor ? r.fs_available_bytes - r.options.free_floor : 0;
+  if (r.written_bytes > 0 && r.options.max_bytes < room)
+    out += "checked:  " + MiB(r.written_bytes) + " of the " + MiB(room) +
+           " free above the floor (--capacity-max): a card faking its size shows only where the fill reaches past "
+           "its real size\n";
+  if (outcome == "ok") out += "RESULT: OK, every block written read back intact\n";
+  else if (outcome == "data_lost")
+    out += "RESULT: DATA LOST, " + MiB(r.verified_bytes - r.intact_bytes) + " of " + MiB(r.verified_bytes) +
+           " did not read back: a counterfeit or failing card\n";
+  else out += "RESULT: INCOMPLETE, nothing lost in what was checked\n";
+  out += Fmt("finished in %.1f s", r.elapsed_seconds) + "\n";
+  return out;
+}
+
+nlohmann::json CapacityToJson(const CapacityResult& r) {
+  using nlohmann::json;
+  auto range = [](const BadRange& b) {
+    return json{{"offset", b.offset},
+                {"bytes", b.bytes},
+                {"kind", KindName(b.kind)},
+                {"aliased_offset", Aliases(b.kind) ? json(b.aliased_offset) : json(nullptr)}};
+  };
+  json j = Envelope("diskprobe_exporter bench --capacity-check", r.version, r.started_unix, r.elapsed_seconds);
+  j["limits"] = {{"max_bytes", r.options.max_bytes},
+                 {"free_floor_bytes", r.options.free_floor},
+                 {"file_bytes", r.options.file_max}};
+  j["filesystem"] = {{"directory", r.options.directory},
+                     {"check_directory", r.check_directory},
+                     {"disk", r.disk.empty() ? json(nullptr) : json(r.disk)},
+                     {"total_bytes", r.fs_total_bytes},
+                     {"available_bytes", r.fs_available_bytes}};
+  // Hexadecimal: a 64-bit id does not survive JSON readers that hold numbers as doubles.
+  char run_id[24];
+  std::snprintf(run_id, sizeof run_id, "%016llx", static_cast<unsigned long long>(r.run_id));
+  j["run_id"] = run_id;
+  j["block_bytes"] = kFillBlock;
+  j["planned_bytes"] = r.planned_bytes;
+  j["written_bytes"] = r.written_bytes;
+  j["verified_bytes"] = r.verified_bytes;
+  j["intact_bytes"] = r.intact_bytes;
+  j["lost_bytes"] = r.verified_bytes - r.intact_bytes;
+  j["files"] = r.files;
+  j["direct_io"] = r.direct_io;
+  j["device_read_bytes"] = r.device_read_bytes ? json(*r.device_read_bytes) : json(nullptr);
+  j["write"] = {{"seconds", r.write_seconds},
+                {"bytes_per_second", r.write_seconds > 0 ? static_cast<double>(r.written_bytes) / r.write_seconds : 0.0}};
+  j["verify"] = {
+      {"seconds", r.verify_seconds},
+      {"bytes_per_second", r.verify_seconds > 0 ? static_cast<double>(r.verified_bytes) / r.verify_seconds : 0.0}};
+  json blocks = json::object();
+  blocks[KindName(BlockKind::kIntact)] = r.blocks[static_cast<int>(BlockKind::kIntact)];
+  for (BlockKind k : kBadKinds) blocks[KindName(k)] = r.blocks[static_cast<int>(k)];
+  j["blocks"] = blocks;
+  j["first_bad"] = r.bad_ranges.empty() ? json(nullptr) : range(r.bad_ranges.front());
+  json ranges = json::array();
+  for (const auto& b : r.bad_ranges) ranges.push_back(range(b));
+  j["bad_ranges"] = ranges;
+  j["bad_ranges_truncated"] = r.bad_ranges_truncated;
+  j["alias_distance_bytes"] = r.alias_distance ? json(*r.alias_distance) : json(nullptr);
+  j["card_alias_distance_bytes"] = r.card_alias_distance ? json(*r.card_alias_distance) : json(nullptr);
+  j["result"] = CapacityOutcome(r);
+  j["stop_reason"] = r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason);
+  j["interrupted"] = r.interrupted;
+  j["removed"] = r.removed;
+  j["remove_error"] = r.remove_error.empty() ? json(nullptr) : json(r.remove_error);
+  j["notes"] = r.notes;
+  return j;
+}
+
 std::optional<PushTarget> ParsePushUrl(const std::string& url, std::string* error) {
   auto bad = [&](const std::string& why) -> std::optional<PushTarget> {
     *error = "\"" + url + "\" is not a Pushgateway's base URL http://HOST:PORT: " + why;
@@ -176,6 +324,13 @@ bool Push(const Report& r, const std::string& url, std::string* error) {
     *error = "--push: " + *error;
     return false;
   }
+#if !DISKPROBE_BENCH_PUSH
+  // The static ARMv6 build has no Pushgateway client: prometheus-cpp's push library needs
+  // libcurl, whose dependencies (Kerberos, LDAP, ...) Debian ships without static archives.
+  (void)r;
+  *error = "--push: this build has no Pushgateway client (static ARMv6 build); use --format=json";
+  return false;
+#else
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
   prometheus::Labels grouping = prometheus::Gateway::GetInstanceLabel(hostname);
@@ -240,6 +395,7 @@ bool Push(const Report& r, const std::string& url, std::string* error) {
     return false;
   }
   return true;
+#endif
 }
 
 }  // namespace diskprobe::bench

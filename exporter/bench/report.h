@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "bench/capacity.h"
 
 namespace diskprobe::bench {
 
@@ -16,6 +17,17 @@ std::string FormatTable(const Report& r);
 
 // The JSON document described by docs/bench-schema.json (schema_version 1).
 nlohmann::json ToJson(const Report& r);
+
+// The fake-capacity check as text: what was filled and read back, intact and lost bytes by kind,
+// the first bad offset, the alias distance, the result line.
+std::string FormatCapacity(const CapacityResult& r);
+
+// The fake-capacity check's JSON document (docs/bench-capacity-schema.json, schema_version 1).
+nlohmann::json CapacityToJson(const CapacityResult& r);
+
+// "ok" (everything written read back intact), "data_lost" (some did not) or "incomplete"
+// (interrupted before a loss was seen, or nothing was written).
+std::string CapacityOutcome(const CapacityResult& r);
 
 // A Pushgateway's base URL split as prometheus::Gateway wants it.
 struct PushTarget {

@@ -14,7 +14,12 @@ namespace {
 using prometheus::MetricType;
 constexpr std::chrono::seconds kLookupInterval{60};
 
-bool Exists(const std::string& path) { return util::ReadAttribute(path).error != ENOENT; }
+// Present, even if unreadable now (EACCES, EIO). ENOTDIR: a path through a file, as `bind/x` in a
+// driver directory, where the kernel keeps bind, unbind and uevent beside the device links.
+bool Exists(const std::string& path) {
+  const int e = util::ReadAttribute(path).error;
+  return e != ENOENT && e != ENOTDIR;
+}
 
 std::string FindThrottled(const std::string& sysfs) {
   std::string p = util::JoinPath(sysfs, "devices/platform/soc/soc:firmware/get_throttled");

@@ -64,11 +64,13 @@ void KmsgCollector::WriteLog(const KmsgSnapshot& s, FamilySink& out) {
              MetricType::Counter);
   out.Sample({}, static_cast<double>(s.lost));
   out.Family("diskprobe_kernel_log_skipped_records_total",
-             "Kernel log records not counted: malformed (no \"prio,seq,ts,flags;\" prefix) or oversized "
-             "(a file or pipe line longer than 8192 bytes, the largest /dev/kmsg record).",
+             "Kernel log records not counted: malformed (no \"prio,seq,ts,flags;\" prefix), oversized "
+             "(a file or pipe line longer than 8192 bytes, the largest /dev/kmsg record) or duplicate "
+             "(a record read again: same sequence number and timestamp).",
              MetricType::Counter);
   out.Sample({{"reason", "malformed"}}, static_cast<double>(s.malformed));
   out.Sample({{"reason", "oversized"}}, static_cast<double>(s.oversized));
+  out.Sample({{"reason", "duplicate"}}, static_cast<double>(s.duplicate));
 }
 
 }  // namespace diskprobe::collectors

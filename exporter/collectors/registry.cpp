@@ -9,6 +9,8 @@
 #include "collectors/mounts.h"
 #include "collectors/nvme.h"
 #include "collectors/probes.h"
+#include "collectors/sd_vendor.h"
+#include "collectors/smart.h"
 
 namespace diskprobe::collectors {
 namespace {
@@ -40,6 +42,14 @@ const std::vector<CollectorInfo>& AllCollectors() {
       {"nvme", "NVMe SMART / Health Information log (wear, spare, temperature, errors), read in a thread", true,
        Source::kNvme,
        [](const Dependencies& d) -> std::unique_ptr<Collector> { return std::make_unique<NvmeCollector>(d.nvme); }},
+      {"sd_vendor", "SD card vendor health over CMD56 (life used, erase counts), cards of health.sd_vendor only", true,
+       Source::kSdVendor,
+       [](const Dependencies& d) -> std::unique_ptr<Collector> {
+         return std::make_unique<SdVendorCollector>(d.sd_vendor);
+       }},
+      {"smart", "SATA/USB disk SMART health (verdict, wear, sectors, temperature, hours, writes) from smartctl, run in a thread",
+       true, Source::kSmart,
+       [](const Dependencies& d) -> std::unique_ptr<Collector> { return std::make_unique<SmartCollector>(d.smart); }},
   };
   return kAll;
 }

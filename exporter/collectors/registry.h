@@ -12,7 +12,9 @@
 namespace diskprobe {
 class KmsgFollower;
 class NvmeHealthReader;
+class SmartHealthReader;
 class ProbeManager;
+class SdVendorHealthReader;
 }  // namespace diskprobe
 
 namespace diskprobe::collectors {
@@ -20,7 +22,7 @@ namespace diskprobe::collectors {
 // A background source whose results a collector exports. The wiring runs a source only when an
 // enabled collector needs it: with --no-collector.probes the probes do no I/O at all, as nobody
 // would see their results.
-enum class Source { kNone, kProbes, kKmsg, kNvme };
+enum class Source { kNone, kProbes, kKmsg, kNvme, kSdVendor, kSmart };
 
 // What collectors are built with. A pointer is null when its source does not run; the
 // collector then behaves as documented in its header (probes: nothing exported; kmsg: fails).
@@ -29,6 +31,8 @@ struct Dependencies {
   const ProbeManager* probes = nullptr;  // the probe scheduler (Source::kProbes)
   const KmsgFollower* kmsg = nullptr;    // the kernel log follower, started (Source::kKmsg)
   const NvmeHealthReader* nvme = nullptr;  // the NVMe SMART log reader, started (Source::kNvme)
+  const SdVendorHealthReader* sd_vendor = nullptr;  // the SD CMD56 health reader (Source::kSdVendor)
+  const SmartHealthReader* smart = nullptr;  // the smartctl runner for sd disks, started (Source::kSmart)
 };
 
 struct CollectorInfo {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <tuple>
 
+#include "parsers/sd_vendor_health.h"
 #include "util/file.h"
 
 namespace diskprobe::config {
@@ -157,15 +159,121 @@ void ApplyProbes(const YAML::Node& node, YamlReader& r, ProbesConfig* p) {
   }
 }
 
+// health.sd_vendor: which cards get CMD56, with which layout, how often, how long to wait.
+void ApplySdVendor(const YAML::Node& node, YamlReader& r, SdVendorHealthConfig* sd) {
+  const std::string path = "health.sd_vendor";
+  if (!r.CheckMap(node, path, {"devices", "layout", "interval", "timeout"})) return;
+  if (!node.IsDefined() || node.IsNull()) return;
+  r.ReadDuration(node, path, "interval", &sd->interval, std::chrono::minutes(1), std::chrono::hours(24 * 7));
+  r.ReadDuration(node, path, "timeout", &sd->timeout, milliseconds(100), std::chrono::seconds(60));
+  if (node["layout"].IsDefined()) {
+    std::string layout = sd->layout;
+    r.ReadString(node, path, "layout", &layout);
+    if (layout == "auto" || parsers::FindSdVendorLayout(layout)) {
+      sd->layout = layout;
+    } else {
+      std::string known = "auto";
+      for (const auto& l : parsers::SdVendorLayouts()) known += ", " + std::string(l.name);
+      r.Fail(node["layout"], path + ".layout", "unknown layout \"" + layout + "\" (known: " + known + ")");
+    }
+  }
+  if (node["devices"].IsDefined()) {
+    std::vector<std::string> devices;
+    r.ReadStrings(node, path, "devices", &devices);
+    std::size_t i = 0;
+    for (const std::string& d : devices) {
+      // A kernel name of a whole disk: the device node is <path.devfs>/<name>, so no path
+      // separators or dots may reach it.
+      bool ok = !d.empty() && d.size() <= 32;
+      for (char c : d) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+      if (!ok) r.Fail(node["devices"][i], path + ".devices", "\"" + d + "\" is not a kernel disk name (mmcblk0)");
+      // mmcblk<N>p<M>: a partition; the kernel takes MMC_IOC_CMD only on the whole card.
+      const auto p = d.rfind('p');
+      const auto digits = [&d](std::size_t from, std::size_t to) {
+        if (from >= to) return false;
+        for (std::size_t k = from; k < to; ++k)
+          if (d[k] < '0' || d[k] > '9') return false;
+        return true;
+      };
+      if (ok && d.starts_with("mmcblk") && p != std::string::npos && p > 6 && digits(6, p) && digits(p + 1, d.size()))
+        r.Fail(node["devices"][i], path + ".devices",
+               "\"" + d + "\" is a partition: CMD56 goes to the whole card (" + d.substr(0, p) + ")");
+      for (std::size_t j = 0; j < i; ++j)
+        if (devices[j] == d) r.Fail(node["devices"][i], path + ".devices", "\"" + d + "\" is listed twice");
+      ++i;
+    }
+    sd->devices = std::move(devices);
+  }
+}
+
+// True when `type` is a smartctl device type this exporter passes on: a letter, then lowercase
+// letters, digits, ',' and '+' ("sat,12", "usbjmicron,x,0", "sat+megaraid,0"), at most 32. It is
+// one argv element of its own, never seen by a shell; the character set keeps it from reading as
+// another option or a path.
+bool IsSmartDeviceType(std::string_view type) {
+  if (type.empty() || type.size() > 32 || type[0] < 'a' || type[0] > 'z') return false;
+  for (char c : type)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ',' || c == '+')) return false;
+  return true;
+}
+
+// health.smart_device_types: kernel-name pattern -> smartctl -d TYPE, in file order.
+void ApplySmartDeviceTypes(const YAML::Node& node, YamlReader& r, HealthConfig* h) {
+  const std::string path = "health.smart_device_types";
+  if (!node.IsDefined() || node.IsNull()) return;
+  if (!node.IsMap()) return r.Fail(node, path, "must be a mapping from a device-name pattern to a smartctl -d type");
+  std::vector<std::pair<Pattern, std::string>> list;
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      r.Fail(it->first, path, "keys must be plain strings (device-name patterns)");
+      continue;
+    }
+    const std::string key = it->first.Scalar();
+    const std::string sub = path + "." + (key.size() <= 64 ? key : key.substr(0, 64) + "...");
+    if (!seen.insert(key).second) {
+      r.Fail(it->first, sub, "duplicate key");
+      continue;
+    }
+    Pattern pat;
+    if (!r.CompilePatternAt(it->first, sub, key, &pat)) continue;
+    if (!it->second.IsScalar()) {
+      r.Fail(it->second, sub, "must be a smartctl device type (sat, sntrealtek, usbjmicron ...)");
+      continue;
+    }
+    const std::string type = it->second.Scalar();
+    if (!IsSmartDeviceType(type)) {
+      r.Fail(it->second, sub,
+             QuoteExcerpt(type) + " is not a smartctl device type (a letter, then a-z, 0-9, ',' or '+'; at most 32)");
+      continue;
+    }
+    list.emplace_back(std::move(pat), type);
+  }
+  h->smart_device_types = std::move(list);
+}
+
 // Applies the document `root` onto *cfg, recording problems in `reader`.
 void Apply(const YAML::Node& root, YamlReader& r, Config* cfg) {
   if (!r.CheckMap(root, "", {"devices", "probes", "health"})) return;
   if (!root.IsDefined() || root.IsNull()) return;
   if (root["probes"].IsDefined()) ApplyProbes(root["probes"], r, &cfg->probes);
   const YAML::Node health = root["health"];
-  if (r.CheckMap(health, "health", {"nvme_interval"}))
+  if (r.CheckMap(health, "health", {"nvme_interval", "sd_vendor", "smart_interval", "smartctl_timeout", "smartctl_path",
+                                  "smart_device_types"})) {
     r.ReadDuration(health, "health", "nvme_interval", &cfg->health.nvme_interval, std::chrono::seconds(1),
                    std::chrono::hours(24 * 7));
+    if (health.IsDefined() && !health.IsNull()) ApplySdVendor(health["sd_vendor"], r, &cfg->health.sd_vendor);
+    r.ReadDuration(health, "health", "smart_interval", &cfg->health.smart_interval, std::chrono::seconds(1),
+                   std::chrono::hours(24 * 7));
+    r.ReadDuration(health, "health", "smartctl_timeout", &cfg->health.smartctl_timeout, std::chrono::seconds(1),
+                   std::chrono::minutes(10));
+    r.ReadString(health, "health", "smartctl_path", &cfg->health.smartctl_path);
+    // Executed without a PATH search (the service's PATH is not the operator's shell's).
+    if (health.IsDefined() && health.IsMap() && health["smartctl_path"].IsDefined() && !cfg->health.smartctl_path.starts_with("/"))
+      r.Fail(health["smartctl_path"], "health.smartctl_path",
+             "must be an absolute path, got \"" + cfg->health.smartctl_path + "\"");
+    if (health.IsDefined() && health.IsMap()) ApplySmartDeviceTypes(health["smart_device_types"], r, &cfg->health);
+  }
   const YAML::Node devices = root["devices"];
   if (r.CheckMap(devices, "devices", {"include", "exclude", "exclude_unless_included", "skip_empty_removable",
                                           "discovery_interval"})) {

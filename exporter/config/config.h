@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/probe_kinds.h"
@@ -57,9 +58,28 @@ struct ProbesConfig {
   std::vector<std::string> WriteDirectories() const;
 };
 
-// Background readers of what devices report about their own health (sources/nvme_health.h).
+// SD vendor health over CMD56 (sources/sd_vendor_health.h). Off while `devices` is empty: a
+// vendor command goes only to the cards named here.
+struct SdVendorHealthConfig {
+  std::vector<std::string> devices;  // whole-disk kernel names (mmcblk0); never a partition
+  std::string layout = "auto";       // "auto" or a name of parsers::SdVendorLayouts()
+  std::chrono::milliseconds interval{0};  // between two reads of one card
+  std::chrono::milliseconds timeout{0};   // one command's bound before the card is given up on
+};
+
+// Background readers of what devices report about their own health (sources/nvme_health.h,
+// sources/sd_vendor_health.h, sources/smart_health.h).
 struct HealthConfig {
   std::chrono::milliseconds nvme_interval{0};  // between SMART log reads of each NVMe controller
+  SdVendorHealthConfig sd_vendor;
+  std::chrono::milliseconds smart_interval{0};  // between smartctl runs for each SATA/USB (sd) disk
+  std::chrono::milliseconds smartctl_timeout{0};  // a smartctl run is killed after this long
+  std::string smartctl_path;  // absolute path of smartmontools' smartctl; absent file = source off
+  // smartctl's -d TYPE for disks whose USB bridge its drive database does not know: a kernel-name
+  // pattern (anchored) and the type ("sat", "sntrealtek", "usbjmicron,x" ...: lowercase letters,
+  // digits, ',', '+', starting with a letter; smartctl(8) "-d TYPE"). First matching pattern
+  // wins, in file order; a disk no pattern matches gets no -d (smartctl's own detection).
+  std::vector<std::pair<Pattern, std::string>> smart_device_types;
 };
 
 struct Config {

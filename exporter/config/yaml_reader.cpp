@@ -196,7 +196,7 @@ bool LoadDocument(std::string_view text, const std::string& file, YAML::Node* ro
       // yaml-cpp could not place.
       if (r.mark.pos == bounds.start.pos || c == ',' || c == ']' || c == '}')
         errors->push_back(At(file, r.mark, "YAML syntax error: unexpected " + Quoted(c)));
-      else if (copy.compare(pos, 3, "---") == 0)
+      else if (std::string_view(copy).substr(std::min(pos, copy.size())).starts_with("---"))
         errors->push_back(At(file, r.mark, "more than one YAML document; a configuration is a single document"));
       else
         errors->push_back(At(file, r.mark,
@@ -209,6 +209,25 @@ bool LoadDocument(std::string_view text, const std::string& file, YAML::Node* ro
   } catch (const Refusal& r) {
     errors->push_back(At(file, r.mark, r.message));
   } catch (const YAML::Exception& e) {
+    // A tab in the indentation of the line yaml-cpp stopped on: its own message ("illegal map
+    // value", "end of map not found") names neither the tab nor where it is.
+    if (e.mark.line >= 0) {
+      std::size_t start = 0;
+      for (int l = 0; l < e.mark.line && start != std::string::npos; ++l) {
+        start = copy.find('\n', start);
+        if (start != std::string::npos) ++start;
+      }
+      for (std::size_t i = start; start != std::string::npos && i < copy.size() && (copy[i] == ' ' || copy[i] == '\t');
+           ++i)
+        if (copy[i] == '\t') {
+          auto [line, column] = LineColumn(copy, i);
+          errors->push_back(Error{file, line, column, "",
+                                  "YAML syntax error: a tab in the indentation (YAML indents with spaces only; "
+                                  "yaml-cpp: " +
+                                      e.msg + ")"});
+          return false;
+        }
+    }
     errors->push_back(At(file, e.mark, "YAML syntax error: " + e.msg));
   }
   return false;
@@ -233,8 +252,21 @@ std::string CompilePattern(const std::string& source, Pattern* out, std::size_t*
   std::vector<std::uint64_t> outer;                       // sizes of the enclosing groups so far
   std::uint64_t size = 0;                                 // of the current group so far
   std::uint64_t last = 0;                                 // of the atom or group just closed
+  // Whether a quantifier here has something to repeat: not at the start, after '(' or '|', or
+  // after an anchor. libstdc++ reports "*" or "(+a)" as "Mismatched '(' and ')'".
+  bool can_repeat = false;
+  auto nothing_to_repeat = [&](std::size_t i) {
+    return "has a quantifier ('" + std::string(1, source[i]) + "') at character " + std::to_string(i + 1) +
+           " with nothing before it to repeat";
+  };
   for (std::size_t i = 0; i < source.size(); ++i) {
     const char c = source[i];
+    if ((c == '*' || c == '+' || c == '?') && !can_repeat) {
+      // "(?:", "(?=", "(?!": a group's kind, not a quantifier.
+      if (!(c == '?' && i > 0 && source[i - 1] == '(')) return nothing_to_repeat(i);
+      continue;
+    }
+    can_repeat = !(c == '(' || c == '|' || c == '^' || c == '$');
     if (c == '\\') {
       ++i;  // an escaped character is one atom, whatever it is
       last = 1;
@@ -273,6 +305,8 @@ std::string CompilePattern(const std::string& source, Pattern* out, std::size_t*
         size += 1;
         continue;
       }
+      if (i == 0 || source[i - 1] == '(' || source[i - 1] == '|' || source[i - 1] == '^' || source[i - 1] == '$')
+        return nothing_to_repeat(i);
       std::uint64_t copies = !comma ? n : m_digits ? std::max(n, m) : n + 1;
       copies = std::max<std::uint64_t>(copies, 1);
       const std::uint64_t grown = last >= kCap / copies ? kCap : last * copies;
@@ -391,9 +425,12 @@ std::string YamlReader::Where(const YAML::Node& at, const std::string& path) con
 }
 
 void YamlReader::Fail(const YAML::Node& at, const std::string& path, std::string message) {
+  Fail(at.Mark(), path, std::move(message));
+}
+
+void YamlReader::Fail(const YAML::Mark& m, const std::string& path, std::string message) {
   Error e;
   e.file = file_;
-  YAML::Mark m = at.Mark();
   e.line = m.line < 0 ? 0 : m.line + 1;
   e.column = m.column < 0 ? 0 : m.column + 1;
   e.path = path;
@@ -443,12 +480,23 @@ bool YamlReader::CheckMap(const YAML::Node& node, const std::string& path, std::
   return true;
 }
 
+YAML::Mark YamlReader::KeyMark(const YAML::Node& map, const char* key) {
+  // (A YAML::Node is a handle: assigning one to another writes into the document, so the key's
+  // position is taken as a mark, not as a node.)
+  for (auto it = map.begin(); it != map.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->first.Mark();
+  return map.Mark();
+}
+
 YAML::Node YamlReader::Scalar(const YAML::Node& map, const std::string& path, const char* key, const char* what) {
   if (!map.IsDefined() || !map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   YAML::Node v = map[key];
   if (!v.IsDefined()) return v;
   if (!v.IsScalar()) {
-    Fail(v, Join(path, key), std::string("must be ") + what + ", got " + TypeName(v));
+    // A key with nothing after it ("interval:" then a new line): yaml-cpp marks the null value
+    // where the next token starts, a line below; the error points at the key instead.
+    Fail(v.IsNull() ? KeyMark(map, key) : v.Mark(), Join(path, key),
+         std::string("must be ") + what + ", got " + TypeName(v));
     return YAML::Node(YAML::NodeType::Undefined);
   }
   return v;
@@ -550,8 +598,9 @@ void YamlReader::ReadStrings(const YAML::Node& map, const std::string& path, con
   YAML::Node v = map[key];
   if (!v.IsDefined()) return;
   const std::string p = Join(path, key);
+  // A key with no value is not an empty list: it would silently replace the default list.
   if (v.IsNull()) {
-    out->clear();
+    Fail(KeyMark(map, key), p, "must be a list of strings, got no value (write [] for an empty list)");
     return;
   }
   if (!v.IsSequence()) {
@@ -560,6 +609,11 @@ void YamlReader::ReadStrings(const YAML::Node& map, const std::string& path, con
   }
   std::vector<std::string> result;
   for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i].IsNull()) {  // yaml-cpp marks an empty item where the next token starts: the key instead
+      Fail(KeyMark(map, key), p + "[" + std::to_string(i) + "]",
+           "must be a string, got an empty item (a '-' with nothing after it)");
+      return;
+    }
     if (!v[i].IsScalar()) {
       Fail(v[i], p + "[" + std::to_string(i) + "]", std::string("must be a string, got ") + TypeName(v[i]));
       return;
@@ -583,8 +637,10 @@ void YamlReader::ReadPatterns(const YAML::Node& map, const std::string& path, co
   YAML::Node v = map[key];
   if (!v.IsDefined()) return;
   const std::string p = Join(path, key);
+  // A key with no value is not an empty list: `exclude:` alone would silently drop the default
+  // excludes (ram, zram) and monitor them.
   if (v.IsNull()) {
-    out->clear();
+    Fail(KeyMark(map, key), p, "must be a list of regular expressions, got no value (write [] for an empty list)");
     return;
   }
   if (!v.IsSequence()) {
@@ -596,6 +652,12 @@ void YamlReader::ReadPatterns(const YAML::Node& map, const std::string& path, co
   for (std::size_t i = 0; i < v.size(); ++i) {
     YAML::Node item = v[i];
     const std::string ip = p + "[" + std::to_string(i) + "]";
+    if (item.IsNull()) {  // yaml-cpp marks an empty item where the next token starts: the key instead
+      Fail(KeyMark(map, key), ip,
+           "must be a regular expression string, got an empty item (a '-' with nothing after it)");
+      ok = false;
+      continue;
+    }
     if (!item.IsScalar()) {
       Fail(item, ip, std::string("must be a regular expression string, got ") + TypeName(item));
       ok = false;

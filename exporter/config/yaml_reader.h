@@ -114,7 +114,8 @@ class YamlReader {
                 std::uint64_t max);
   // A number from 0 to 1 inclusive (a fraction, e.g. 0.5 = 50 %).
   void ReadRatio(const YAML::Node& map, const std::string& path, const char* key, double* out);
-  // A list of strings.
+  // A list of strings. A key with no value is an error ("write [] for an empty list"), and so is
+  // an empty item: either would otherwise replace a default list without a word.
   void ReadStrings(const YAML::Node& map, const std::string& path, const char* key, std::vector<std::string>* out);
   void ReadPatterns(const YAML::Node& map, const std::string& path, const char* key, std::vector<Pattern>* out);
   // CompilePattern against this document's kMaxPatternTotal budget; false (with an error at `at`)
@@ -122,12 +123,17 @@ class YamlReader {
   bool CompilePatternAt(const YAML::Node& at, const std::string& path, const std::string& source, Pattern* out);
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message);
+  // The same at a position (yaml-cpp's Mark: 0-based line and column, -1 when unknown).
+  void Fail(const YAML::Mark& at, const std::string& path, std::string message);
   // "file:line:col: path" of `at`, the prefix Fail() would give an error there (for checks made
   // later, e.g. loading a certificate the file names).
   std::string Where(const YAML::Node& at, const std::string& path) const;
   static std::string Join(const std::string& path, std::string_view key);
 
  private:
+  // The position of `key` in `map` (the map's own when absent): where an error about a key with
+  // no value goes, since yaml-cpp marks a null value at the next token.
+  static YAML::Mark KeyMark(const YAML::Node& map, const char* key);
   // Returns the scalar at map[key] or an undefined node; reports a non-scalar.
   YAML::Node Scalar(const YAML::Node& map, const std::string& path, const char* key, const char* what);
 

@@ -21,6 +21,7 @@ static_assert(kTlsWantRead == DISKPROBE_TLS_WANT_READ && kTlsWantWrite == DISKPR
                   kTlsClosed == DISKPROBE_TLS_CLOSED && kTlsError == DISKPROBE_TLS_ERROR,
               "http::kTls* and diskprobe_tls_code must agree");
 
+#if !DISKPROBE_STATIC_TLS
 std::string ExeDir() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -29,6 +30,7 @@ std::string ExeDir() {
   auto slash = p.rfind('/');
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }
+#endif
 
 std::mutex g_compat_mu;
 bool g_compat_loaded = false;
@@ -45,6 +47,34 @@ diskprobe_tls_options ToOptions(const TlsServerConfig& tls) {
 
 }  // namespace
 
+#if DISKPROBE_STATIC_TLS
+// A static executable (the ARMv6 build, cmake/toolchain-armv6.cmake) cannot dlopen shared objects
+// that link their own libc: the compat functions and OpenSSL are linked into the binary instead,
+// and "loading" them is taking their addresses. The price: OpenSSL's pages are part of the
+// binary whether or not --web.config.file is given.
+extern "C" {
+void* dp_compat_ssl_ctx_new(const diskprobe_tls_options* opts, char* err, size_t err_size);
+int dp_compat_ssl_ctx_reload(void* front, const diskprobe_tls_options* opts, char* err, size_t err_size);
+void dp_compat_ssl_ctx_free(void* ctx);
+int dp_compat_hmac_sha256(const void* key, size_t key_len, void* msg, size_t msg_len, unsigned char out[32]);
+void* dp_compat_tls_new(void* ctx, int fd);
+int dp_compat_tls_handshake(void* session);
+long dp_compat_tls_read(void* session, void* buf, size_t len);
+long dp_compat_tls_write(void* session, const void* buf, size_t len);
+void dp_compat_tls_free(void* session);
+}
+
+bool LoadOpenSslCompat(std::string*) {
+  std::lock_guard<std::mutex> lock(g_compat_mu);
+  g_ssl_ctx_new = dp_compat_ssl_ctx_new;
+  g_ssl_ctx_free = dp_compat_ssl_ctx_free;
+  g_ssl_ctx_reload = dp_compat_ssl_ctx_reload;
+  g_hmac_sha256 = dp_compat_hmac_sha256;
+  g_tls_io = {dp_compat_tls_new, dp_compat_tls_handshake, dp_compat_tls_read, dp_compat_tls_write, dp_compat_tls_free};
+  g_compat_loaded = true;
+  return true;
+}
+#else
 bool LoadOpenSslCompat(std::string* error) {
   std::lock_guard<std::mutex> lock(g_compat_mu);
   if (g_compat_loaded) return true;
@@ -99,6 +129,7 @@ bool LoadOpenSslCompat(std::string* error) {
            "; TLS needs them (see docs/architecture.md)";
   return false;
 }
+#endif  // DISKPROBE_STATIC_TLS
 
 namespace {
 

@@ -173,13 +173,22 @@ void ProbeManager::Reconcile() {
   if (changed) generation_->fetch_add(1, std::memory_order_acq_rel);
 }
 
-bool ProbeManager::Stop(std::chrono::milliseconds timeout) {
+void ProbeManager::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;  // the supervisor reconciles no more: no thread starts after this
+    for (auto& [n, w] : workers_) w->RequestStop();
+    for (auto& w : retired_) w->RequestStop();
+  }
+  cv_.notify_all();
+}
+
+bool ProbeManager::StopBy(std::chrono::steady_clock::time_point deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ && !supervisor_.joinable() && workers_.empty() && retired_.empty()) return true;
-    stop_ = true;
   }
-  cv_.notify_all();
+  RequestStop();
   if (supervisor_.joinable()) supervisor_.join();
   std::vector<std::shared_ptr<DeviceWorker>> all;
   {
@@ -189,9 +198,7 @@ bool ProbeManager::Stop(std::chrono::milliseconds timeout) {
     workers_.clear();
     retired_.clear();
   }
-  for (auto& w : all) w->RequestStop();
   // Real time: this bounds the process's exit, whatever clock the probes run on.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool clean = true;
   for (auto& w : all) {
     while (!w->Done() && std::chrono::steady_clock::now() < deadline)

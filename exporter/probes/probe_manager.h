@@ -40,8 +40,13 @@ class ProbeManager {
   bool Start(std::shared_ptr<const config::Config> cfg);
   // A new configuration (SIGHUP): applied to every disk's thread at once.
   void Reconfigure(std::shared_ptr<const config::Config> cfg);
-  // Stops every thread; waits at most `timeout` (real time). false: a thread is stuck in an operation.
-  bool Stop(std::chrono::milliseconds timeout);
+  // Asks the supervisor and every disk's thread to end after the operation in progress; returns
+  // without waiting, so the process can ask all its components at once (app.cpp).
+  void RequestStop();
+  // RequestStop, then waits for every thread until `deadline` (real time, steady clock). false: a
+  // thread is stuck in an operation and was left running (the caller exits the process).
+  bool StopBy(std::chrono::steady_clock::time_point deadline);
+  bool Stop(std::chrono::milliseconds timeout) { return StopBy(std::chrono::steady_clock::now() + timeout); }
 
   std::vector<DeviceProbeSnapshot> Snapshot() const;
   // Just the stall state per device (cheap: no copy of the statistics).

@@ -159,6 +159,16 @@ void KmsgCounter::AddRecord(std::string_view record) {
     ++malformed_;
     return;
   }
+  const std::pair<std::uint64_t, std::uint64_t> key{r->seq, r->timestamp_us};
+  if (!recent_.insert(key).second) {
+    ++duplicate_;
+    return;
+  }
+  recent_order_.push_back(key);
+  if (recent_order_.size() > kRecentRecords) {
+    recent_.erase(recent_order_.front());
+    recent_order_.pop_front();
+  }
   ++records_;
   if (last_seq_ && r->seq > *last_seq_ + 1) lost_ += r->seq - *last_seq_ - 1;
   if (!last_seq_ || r->seq > *last_seq_) last_seq_ = r->seq;
@@ -361,6 +371,7 @@ KmsgSnapshot KmsgFollower::Snapshot(const std::vector<std::string>& disks) const
     s.lost = counter_.lost();
     s.malformed = counter_.malformed();
     s.oversized = counter_.oversized();
+    s.duplicate = counter_.duplicate();
     s.drained = drained_;
     counted = counter_.devices();
   }

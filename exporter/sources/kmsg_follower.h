@@ -25,6 +25,7 @@
 //    naming any other name is counted in one counter per kind and reason, without the name;
 //  - the resolver's caches are capped (kMaxCache names each).
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -98,6 +99,8 @@ struct KmsgSnapshot {
   std::uint64_t lost = 0;       // records overwritten before they were read (sequence gaps)
   std::uint64_t malformed = 0;  // records that did not parse
   std::uint64_t oversized = 0;  // lines longer than parsers::kKmsgRecordMax, skipped (file/pipe)
+  std::uint64_t duplicate = 0;  // records read again (same sequence number and timestamp as one
+                                // of the last kRecentRecords): a file or pipe that repeats lines
   bool drained = false;         // everything available so far has been counted (tests)
 };
 
@@ -163,6 +166,12 @@ class KmsgCounter {
   std::uint64_t lost() const { return lost_; }
   std::uint64_t malformed() const { return malformed_; }
   std::uint64_t oversized() const { return oversized_; }
+  std::uint64_t duplicate() const { return duplicate_; }
+  // How many records back a repeat is recognised. /dev/kmsg never returns a record twice (its
+  // sequence numbers only grow within a boot); a file or pipe can (a collector that re-sends, a
+  // log appended twice). Sequence numbers alone are not enough: they restart at each boot, so a
+  // file holding two boots repeats them with other timestamps.
+  static constexpr std::size_t kRecentRecords = 1024;
 
  private:
   void Classify(const std::string& message);
@@ -174,8 +183,11 @@ class KmsgCounter {
   KmsgCounts counts_;
   KmsgUnattributed unattributed_;
   std::set<std::pair<std::string, std::string>> devices_;  // (disk, host) with series, <= kMaxDevices
-  std::uint64_t records_ = 0, lost_ = 0, malformed_ = 0, oversized_ = 0;
+  std::uint64_t records_ = 0, lost_ = 0, malformed_ = 0, oversized_ = 0, duplicate_ = 0;
   std::optional<std::uint64_t> last_seq_;
+  // (seq, timestamp_us) of the last kRecentRecords records: ring in recent_order_, lookup in recent_.
+  std::set<std::pair<std::uint64_t, std::uint64_t>> recent_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> recent_order_;
   std::optional<std::string> pending_;  // a fragment that '+' records may still continue
   struct Suppressed {
     std::uint64_t count = 0;

@@ -11,12 +11,17 @@
 #include <cstdio>
 
 #include "util/file.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/strings.h"
 #include "util/sysfs_dir.h"
 
 namespace diskprobe {
 namespace {
+
+using util::ThreadCpuSeconds;
+using util::MonotonicSeconds;
+using util::UnixSeconds;
 
 constexpr std::uint8_t kGetLogPage = 0x02;
 constexpr std::uint32_t kSmartLogId = 0x02;
@@ -27,24 +32,6 @@ bool IsController(std::string_view name) {
   for (char c : name.substr(4))
     if (c < '0' || c > '9') return false;
   return true;
-}
-
-double ThreadCpuSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double MonotonicSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double UnixSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 }  // namespace
@@ -95,24 +82,12 @@ NvmeHealthReader::NvmeHealthReader(std::string sysfs, std::string devfs, const D
 NvmeHealthReader::~NvmeHealthReader() { Stop(); }
 
 void NvmeHealthReader::Start() {
-  std::lock_guard<std::mutex> l(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  ended_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-bool NvmeHealthReader::Stop(std::chrono::milliseconds wait) {
-  std::unique_lock<std::mutex> l(mu_);
-  stop_ = true;
-  cv_.notify_all();
-  if (!thread_.joinable()) return true;
-  const bool ended = wait == std::chrono::milliseconds::max() ? (cv_.wait(l, [&] { return ended_; }), true)
-                                                              : cv_.wait_for(l, wait, [&] { return ended_; });
-  l.unlock();
-  if (ended) thread_.join();
-  else thread_.detach();
-  return ended;
+  std::chrono::milliseconds interval;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    interval = interval_;
+  }
+  thread_.Start(interval, [this] { PassNow(); });
 }
 
 void NvmeHealthReader::SetInterval(std::chrono::milliseconds interval) {
@@ -120,30 +95,12 @@ void NvmeHealthReader::SetInterval(std::chrono::milliseconds interval) {
     std::lock_guard<std::mutex> l(mu_);
     interval_ = interval;
   }
-  cv_.notify_all();
+  thread_.SetInterval(interval);
 }
 
 NvmeHealthSnapshot NvmeHealthReader::Snapshot() const {
   std::lock_guard<std::mutex> l(mu_);
   return snap_;
-}
-
-void NvmeHealthReader::Loop() {
-  auto last = std::chrono::steady_clock::now();
-  PassNow();
-  std::unique_lock<std::mutex> l(mu_);
-  while (!stop_) {
-    // Woken by Stop or SetInterval too: a reload's new interval counts from the last pass.
-    cv_.wait_until(l, last + interval_);
-    if (stop_) break;
-    if (std::chrono::steady_clock::now() < last + interval_) continue;
-    l.unlock();
-    last = std::chrono::steady_clock::now();
-    PassNow();
-    l.lock();
-  }
-  ended_ = true;
-  cv_.notify_all();
 }
 
 void NvmeHealthReader::PassNow() {

@@ -24,17 +24,16 @@
 // many namespaces it has.
 #include <array>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "parsers/nvme_smart.h"
 #include "sources/device_registry.h"
+#include "util/periodic_thread.h"
 
 namespace diskprobe {
 
@@ -88,11 +87,14 @@ class NvmeHealthReader {
 
   // Starts the thread: a pass at once, then one every interval.
   void Start();
-  // Wakes the thread and waits up to `wait` for it to end. A read in progress cannot be
-  // interrupted (the kernel's admin timeout is 60 s): if the thread has not ended by then it is
-  // left running (detached) and false is returned; the caller must then exit the process without
-  // destroying the reader (the app's bounded stop, std::_Exit). Safe to call twice.
-  bool Stop(std::chrono::milliseconds wait = std::chrono::milliseconds::max());
+  // Asks the thread to end after the read in progress; returns at once (util::PeriodicThread).
+  void RequestStop() { thread_.RequestStop(); }
+  // Waits until `deadline` for the thread to end. A read in progress cannot be interrupted (the
+  // kernel's admin timeout is 60 s): if the thread has not ended by then it is left running
+  // (detached) and false is returned; the caller must then exit the process without destroying
+  // the reader (the app's bounded stop, std::_Exit). Safe to call twice.
+  bool StopBy(util::PeriodicThread::Clock::time_point deadline) { return thread_.StopBy(deadline); }
+  bool Stop(std::chrono::milliseconds wait = std::chrono::milliseconds::max()) { return thread_.Stop(wait); }
   // A new interval (config reload); the next pass is due `interval` after the last one.
   void SetInterval(std::chrono::milliseconds interval);
   // One pass over the current disks, in the caller's thread (tests; the thread runs the same).
@@ -101,19 +103,14 @@ class NvmeHealthReader {
   NvmeHealthSnapshot Snapshot() const;
 
  private:
-  void Loop();
-
   const std::string sysfs_, devfs_;
   const DeviceRegistry* registry_;
   Reader reader_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::chrono::milliseconds interval_;
-  bool stop_ = false;
-  bool ended_ = false;       // the thread left Loop (under mu_)
+  mutable std::mutex mu_;
   NvmeHealthSnapshot snap_;  // under mu_
   std::mutex pass_mu_;       // one pass at a time (PassNow and the thread)
-  std::thread thread_;
+  util::PeriodicThread thread_;  // last: stopped before the members its passes use go
 };
 
 }  // namespace diskprobe

@@ -14,7 +14,7 @@ Dashboards (dashboards/*.json):
 Rules (deploy/prometheus/rules/*.yml):
   - every metric name in every rule expression passes the same check;
   - every alert has summary and description annotations, a runbook section in
-    docs/operations.md, and in tests/prometheus/rules_test.yml, rules_days_test.yml or rules_life_test.yml a case that fires and one that
+    docs/operations.md, and in a tests/prometheus/rules_*test.yml file a case that fires and one that
     does not.
 Usage: dashboards_lint.py <source dir>. Standard library only.
 """
@@ -219,7 +219,9 @@ def lint_rules(fams, recorded):
                     if not re.search(rf"^\s*{ann}:\s*\S", c, re.M):
                         fail(f"{f} alert {name}: no {ann} annotation")
     ops = read("docs/operations.md")
-    tests = "".join(read(f"tests/prometheus/{t}") for t in ("rules_test.yml", "rules_days_test.yml", "rules_life_test.yml"))
+    test_dir = os.path.join(SRC, "tests/prometheus")
+    tests = "".join(read(f"tests/prometheus/{t}") for t in sorted(os.listdir(test_dir))
+                    if t.startswith("rules_") and t.endswith("test.yml"))
     cases = re.findall(r"alertname:\s*(\S+)\s*\n\s*exp_alerts:\s*(\[\])?", tests)
     for name in alerts:
         if not re.search(rf"^#+\s*{name}\b", ops, re.M):

@@ -33,15 +33,23 @@
 #     EROFS (and without the ReadWritePaths= the same directory fails: the control); web config:
 #     basic auth switched on restarts, a new password reloads (same MainPID, new password 200, old
 #     401), a missing certificate fails at the validate step (--config.check --web.config.file)
-#     with the old file kept; armv6l and other architectures, an empty package directory and one
-#     with two versions fail with their messages; a host refused for its architecture
-#     (setarch i686) is left out of file_sd.
+#     with the old file kept; armv6l on an amd64 dpkg and other architectures, an empty package
+#     directory and one with two versions fail with their messages; a host refused for its
+#     architecture (setarch i686) is left out of file_sd.
+#  4. (no root) The role's tasks/arch.yml on localhost with faked facts (ansible_architecture,
+#     ansible_userspace_bits) and a fake dpkg answering the matching architecture: the Debian
+#     architecture, the package name and the .deb picked from a directory holding the amd64,
+#     arm64, armhf and ARMv6 packages: armv6l -> armhf, diskprobe-exporter-armv6 (local .deb and
+#     repository), armv7l and aarch64 with a 32-bit userland -> armhf, diskprobe-exporter.
 # Needs: ansible (ansible-core 2.14, community.general), ansible-lint, promtool, dpkg-scanpackages,
 # openssl, htpasswd, curl, nsenter, systemd-nspawn (package systemd-container); root (chroot,
 # mounts, nspawn) and the Debian mirror (apt in the roots). Skips (77) without root or
 # systemd-nspawn outside CI, after the lint part; under CI=true that fails.
 # Usage: ansible.sh <build directory>
 set -euo pipefail
+# The targets are chroots and a container of another root: a TMPDIR of this host does not exist
+# there (dpkg-deb and the maintainer scripts Ansible runs in them would fail). The system default.
+unset TMPDIR
 BUILD=$(realpath "$1")
 SRC=$(realpath "$(dirname "$0")/../..")
 source "$SRC/tests/e2e/lib.sh"
@@ -110,6 +118,52 @@ sys.exit(1 if diff else 0)
 EOF
 ) && ok "role defaults = config/default.yml: $cmp_out" || fail "role defaults differ from config/default.yml: $cmp_out"
 
+log "the package for each architecture: tasks/arch.yml with faked facts and a fake dpkg"
+mkdir -p arch-debs fake-dpkg
+for f in diskprobe-exporter_0.1.0-1~deb12_amd64.deb diskprobe-exporter_0.1.0-1~deb12_arm64.deb \
+         diskprobe-exporter_0.1.0-1~deb12_armhf.deb diskprobe-exporter-armv6_0.1.0-1~deb12_armhf.deb; do : >"arch-debs/$f"; done
+# dpkg --print-architecture as the faked host would answer (the command task runs locally).
+printf '#!/bin/sh\n[ "$1" = --print-architecture ] && exec echo "$FAKE_DPKG_ARCH"\nexit 2\n' >fake-dpkg/dpkg
+chmod +x fake-dpkg/dpkg
+cat >arch-eval.yml <<EOF
+- name: The role's architecture and package choice for faked facts
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: ["$ROLE/defaults/main.yml", "$ROLE/vars/main.yml"]
+  tasks:
+    - name: Architecture and package source
+      ansible.builtin.import_tasks: $ROLE/tasks/arch.yml
+    - name: Record the choice
+      ansible.builtin.copy:
+        content: "{{ _diskprobe_exporter_arch }} {{ _diskprobe_exporter_package }} {{ _diskprobe_exporter_from_repo }} {{ _diskprobe_exporter_debs | map('basename') | join(',') }}\n"
+        dest: "{{ choice_file }}"
+        mode: "0644"
+EOF
+# arch_choice <machine> <userspace bits> <dpkg arch> [extra -e]: "<arch> <package> <from repo> <debs>"
+arch_choice() {
+  local out=$E2E_WORK/choice-$1-$2.txt
+  rm -f "$out"
+  FAKE_DPKG_ARCH=$3 PATH=$E2E_WORK/fake-dpkg:$PATH ansible-playbook -i localhost, -e ansible_remote_tmp="$E2E_WORK/remote-tmp" \
+    -e ansible_architecture="$1" -e ansible_userspace_bits="$2" -e diskprobe_exporter_deb_dir="$E2E_WORK/arch-debs" \
+    -e choice_file="$out" "${@:4}" arch-eval.yml >"arch-$1-$2.log" 2>&1 || { tail -20 "arch-$1-$2.log" >&2; echo "playbook failed"; return; }
+  cat "$out"
+}
+for c in "armv6l 32 armhf|armhf diskprobe-exporter-armv6 False diskprobe-exporter-armv6_0.1.0-1~deb12_armhf.deb" \
+         "armv7l 32 armhf|armhf diskprobe-exporter False diskprobe-exporter_0.1.0-1~deb12_armhf.deb" \
+         "aarch64 32 armhf|armhf diskprobe-exporter False diskprobe-exporter_0.1.0-1~deb12_armhf.deb" \
+         "aarch64 64 arm64|arm64 diskprobe-exporter False diskprobe-exporter_0.1.0-1~deb12_arm64.deb" \
+         "x86_64 64 amd64|amd64 diskprobe-exporter False diskprobe-exporter_0.1.0-1~deb12_amd64.deb"; do
+  read -r m b d <<<"${c%%|*}"
+  got=$(arch_choice "$m" "$b" "$d")
+  check "$m, $b-bit userland, dpkg $d: $got" test "$got" = "${c#*|}"
+done
+got=$(arch_choice armv6l 32 armhf -e 'diskprobe_exporter_apt_repository="deb http://apt.example.net/diskprobe trixie main"')
+check "armv6l with diskprobe_exporter_apt_repository: $got (install.yml: apt name = the package)" \
+  test "$got" = "armhf diskprobe-exporter-armv6 True "
+check "install.yml installs the chosen package from the repository" \
+  grep -q 'name: "{{ _diskprobe_exporter_package }}"' "$ROLE/tasks/install.yml"
+
 if [ "$(id -u)" -ne 0 ]; then
   [ "${CI:-}" = true ] && { echo "FAIL: needs root (chroot) under CI" >&2; exit 1; }
   [ "$FAILURES" -gt 0 ] && { echo "$FAILURES check(s) failed" >&2; exit 1; }
@@ -124,13 +178,7 @@ VERSION=$(dpkg-deb -f "$DEB" Version)
 printf 'package: %s (%s bytes)\n' "$(basename "$DEB")" "$(stat -c %s "$DEB")"
 
 log "three Debian 12 roots with python3 (copies of $BUILD/deb-test-root)"
-CACHE=$BUILD/deb-test-root
-if [ ! -x "$CACHE/bin/sh" ]; then
-  rm -rf "$CACHE.tmp"
-  debootstrap --variant=minbase bookworm "$CACHE.tmp" http://deb.debian.org/debian >debootstrap.log 2>&1 ||
-    { tail -20 debootstrap.log >&2; exit 1; }
-  mv "$CACHE.tmp" "$CACHE"
-fi
+CACHE=$(deb_test_root "$BUILD")
 R1=$E2E_WORK/root-deb R2=$E2E_WORK/root-repo R3=$E2E_WORK/root-systemd
 mounts=()
 umount_all() { local m; for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; mounts=(); }
@@ -614,10 +662,11 @@ check "the old web-config.yml stays, the service runs on (MainPID $(ct_pid)), th
 
 log "architectures (runs 9-11)"
 play armv6 fail --limit pi-deb.test -e ansible_architecture=armv6l
-check "armv6l refused: $(grep -o 'does not support ARMv6 ([^)]*)' armv6.log | head -n1)" grep -q 'Raspberry Pi 1 A/B/A+/B+, Zero, Zero W or Compute Module 1' armv6.log
+check "armv6l maps to armhf and the ARMv6 package (then dpkg, which says amd64, stops it): $(grep -o 'say armhf ([a-z0-9-]*)' armv6.log | head -n1)" \
+  grep -q 'say armhf (diskprobe-exporter-armv6), but dpkg installs amd64' armv6.log
 play arm32 fail --limit pi-deb.test -e ansible_architecture=aarch64 -e ansible_userspace_bits=32
 check "aarch64 kernel + 32-bit userland maps to armhf (then dpkg, which says amd64, stops it)" \
-  grep -q 'say armhf, but dpkg installs amd64' arm32.log
+  grep -q 'say armhf (diskprobe-exporter), but dpkg installs amd64' arm32.log
 play riscv fail --limit pi-deb.test -e ansible_architecture=riscv64
 check "riscv64 refused: no package for the architecture" grep -q 'no package for the architecture riscv64' riscv.log
 

@@ -48,6 +48,17 @@ for f in ./usr/bin/diskprobe_exporter ./etc/diskprobe_exporter/config.yml ./lib/
          ./usr/share/diskprobe-exporter/prometheus/rules/diskprobe-alerts.rules.yml; do
   check "package contains $f" grep -qx "$f" contents.txt
 done
+# The CAP_SYS_RAWIO drop-ins are examples, not in force: shipped under the documentation, as the
+# files in the source tree, and nowhere systemd reads drop-ins from.
+for f in smart.conf sd-vendor-health.conf; do
+  check "package contains the opt-in drop-in ./usr/share/doc/diskprobe-exporter/examples/systemd/$f, as deploy/systemd/$f" \
+    bash -c "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./usr/share/doc/diskprobe-exporter/examples/systemd/$f |
+             cmp -s - '$SRC/deploy/systemd/$f'"
+done
+check "no drop-in in force: nothing under a systemd directory but the unit ($(grep -E 'systemd/(system|user)/.' contents.txt | tr '\n' ' '))" \
+  test "$(grep -E '/systemd/(system|user)/.' contents.txt)" = ./lib/systemd/system/diskprobe_exporter.service
+check "Suggests: smartmontools (got '$(dpkg-deb -f "$DEB" Suggests)')" bash -c \
+  "dpkg-deb -f '$DEB' Suggests | tr ',' '\n' | sed 's/^ *//' | grep -qx smartmontools"
 check "one command in PATH: $(grep -c '^./usr/bin/.' contents.txt) file(s) in /usr/bin" test "$(grep -c '^./usr/bin/.' contents.txt)" = 1
 check "the manual page is docs/diskprobe_exporter.1" bash -c \
   "dpkg-deb --fsys-tarfile '$DEB' | tar -xO ./usr/share/man/man1/diskprobe_exporter.1.gz | gzip -dc | cmp -s - '$SRC/docs/diskprobe_exporter.1'"
@@ -74,13 +85,7 @@ sed 's/^/  /' lintian.txt
 check "lintian: no error, no warning" bash -c "! grep -qE '^(E|W):' lintian.txt"
 
 log "install into a clean Debian 12 root (debootstrap minbase) with apt"
-CACHE=$BUILD/deb-test-root
-if [ ! -x "$CACHE/bin/sh" ]; then
-  rm -rf "$CACHE.tmp"
-  debootstrap --variant=minbase bookworm "$CACHE.tmp" http://deb.debian.org/debian >"$E2E_WORK/debootstrap.log" 2>&1 ||
-    { tail -20 "$E2E_WORK/debootstrap.log" >&2; exit 1; }
-  mv "$CACHE.tmp" "$CACHE"
-fi
+CACHE=$(deb_test_root "$BUILD")
 ROOT=$E2E_WORK/root
 cp -a "$CACHE" "$ROOT"
 mounts=()
@@ -114,6 +119,9 @@ check "user diskprobe made, member of disk: $(grep '^diskprobe:' "$ROOT/etc/pass
   "grep -q '^diskprobe:' '$ROOT/etc/passwd' && grep -qE '^disk:x:6:(.*,)?diskprobe(,|$)' '$ROOT/etc/group'"
 check "state directory /var/lib/diskprobe_exporter: diskprobe 700" bash -c \
   "[ \"\$(chroot '$ROOT' stat -c '%U %a' /var/lib/diskprobe_exporter)\" = 'diskprobe 700' ]"
+check "installed: the drop-ins are examples only, no diskprobe_exporter.service.d anywhere" bash -c \
+  "[ -f '$ROOT/usr/share/doc/diskprobe-exporter/examples/systemd/smart.conf' ] &&
+   [ -z \"\$(find '$ROOT/etc/systemd' '$ROOT/lib/systemd' '$ROOT/usr/lib/systemd' -name 'diskprobe_exporter.service.d' 2>/dev/null)\" ]"
 check "dpkg registers the conffile" bash -c \
   "chroot '$ROOT' dpkg-query -W -f='\${Conffiles}' diskprobe-exporter | grep -q /etc/diskprobe_exporter/config.yml"
 

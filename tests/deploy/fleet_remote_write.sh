@@ -42,6 +42,9 @@ probes:
     verify: {enabled: false}
 YML
 : >file_sd.yml
+grep -v '^#' "$SRC"/tests/fixtures/samples/smartctl/01-sat-*.json >smart-report.json
+printf '#!/bin/sh\ncat %s/smart-report.json\n' "$E2E_WORK" >smartctl
+chmod +x smartctl
 for i in $(seq 0 $((N - 1))); do
   n=${ROOTS[i % 5]}
   R=$E2E_WORK/root-$i
@@ -59,6 +62,11 @@ for i in $(seq 0 $((N - 1))); do
     mknod dev-$i/mmcblk0 b $((16#${mm%:*})) $((16#${mm#*:}))
     sed "s#STATE#$E2E_WORK/state-$i#" probe.yml >probe-$i.yml
     args=(--config.file=probe-$i.yml --path.devfs="$E2E_WORK/dev-$i")
+  fi
+  if [ "$n" = pi4-usb ]; then
+    # Its USB SSD (sda) answers smartctl with a real SSD's recorded report (a stand-in smartctl).
+    printf 'health: {smart_interval: 1h, smartctl_path: %s/smartctl}\n' "$E2E_WORK" >smart-$i.yml
+    args+=(--config.file=smart-$i.yml --path.devfs="$E2E_WORK")
   fi
   dbg=$R/debug
   [ -d "$dbg" ] || dbg=$R/sys/kernel/debug

@@ -9,8 +9,11 @@
 #  3. tests/deploy/kubernetes/check_manifests.py: every hostPath but the probe directory is
 #     read-only, the --path.* flags resolve through the mounts to the right host paths, the
 #     ConfigMap has config/default.yml's keys and passes `diskprobe_exporter --config.check`,
-#     ports/Service/ServiceMonitor/probes agree, privileges as documented, kustomizations complete;
-#     and it fails on a copy with a writable /sys mount, a wrong --path.sysfs and a bad config;
+#     ports/Service/ServiceMonitor/probes agree, privileges as documented (CAP_SYSLOG as the one
+#     file capability of the image, as in the systemd unit; no container adds DAC_READ_SEARCH;
+#     the pod in group disk; the init container's debugfs grant), kustomizations complete; and it
+#     fails on a copy with a writable /sys mount, a wrong --path.sysfs, DAC_READ_SEARCH added, no
+#     disk group and a bad config;
 #  4. tests/deploy/kubernetes/check_kustomize.py: both `kubectl apply -k` roots (deploy/kubernetes,
 #     deploy/kubernetes/servicemonitor) and base/ obey kustomize's loader rules: every listed
 #     resource exists, no kustomization lists a directory that is itself or an ancestor of a
@@ -124,6 +127,9 @@ for m in c["volumeMounts"]:
     if m["name"] == "sys":
         m["readOnly"] = False
 c["args"] = [a.replace("--path.sysfs=/host/sys", "--path.sysfs=/sys") for a in c["args"]]
+# The capability the unit dropped, added back, and the disk group gone.
+c["securityContext"]["capabilities"] = {"add": ["DAC_READ_SEARCH"]}
+ds["spec"]["template"]["spec"]["securityContext"]["supplementalGroups"] = []
 yaml.safe_dump(ds, open(f"{d}/base/daemonset.yaml", "w"))
 cm = yaml.safe_load(open(f"{d}/base/configmap.yaml"))
 cm["data"]["config.yml"] = cm["data"]["config.yml"].replace("probe_file_size: 16MiB", "probe_file_size: lots")
@@ -133,6 +139,8 @@ if python3 "$HERE/check_manifests.py" "$BAD" "$BUILD/diskprobe_exporter" "$SRC" 
   fail "the checks passed a DaemonSet with a writable /sys and a bad config"
 fi
 check "checks catch the writable /sys mount" grep -q 'FAIL: diskprobe-exporter: hostPath /sys at /host/sys is readOnly' "$E2E_WORK/bad.txt"
+check "checks catch CAP_DAC_READ_SEARCH added back" grep -q "FAIL: diskprobe-exporter: capabilities.add \\['DAC_READ_SEARCH'\\]" "$E2E_WORK/bad.txt"
+check "checks catch the missing disk group" grep -q 'FAIL: pod supplementalGroups \[\] include disk' "$E2E_WORK/bad.txt"
 check "checks catch --path.sysfs not pointing at the /sys mount" grep -q 'FAIL: --path.sysfs=/sys' "$E2E_WORK/bad.txt"
 check "checks catch a config that --config.check refuses: $(grep -o 'probe_file_size.*' "$E2E_WORK/bad.txt" | head -n1 | cut -c1-100)" \
   grep -q 'FAIL: diskprobe_exporter --config.check' "$E2E_WORK/bad.txt"

@@ -40,13 +40,26 @@ fi
 
 # Capabilities: exactly CAP_SYSLOG, in the bounding and the ambient set (the last assignment
 # counts; an empty one resets the list, as systemd reads it).
-caps_of() {
-  awk -F= -v k="$1" '$1 == k { if ($2 == "") v = ""; else v = v " " $2 } END { print v }' "$UNIT" |
-    tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//'
+caps_of() {  # KEY [FILE...]: the unit, then drop-ins in order
+  local k=$1; shift
+  awk -F= -v k="$k" '$1 == k { if ($2 == "") v = ""; else v = v " " $2 } END { print v }' "$UNIT" "$@" |
+    tr ' ' '\n' | sed '/^$/d' | LC_ALL=C sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 for k in CapabilityBoundingSet AmbientCapabilities; do
   got=$(caps_of "$k")
   if [ "$got" = CAP_SYSLOG ]; then echo "ok: $k=$got"; else fail "$k is '$got', expected CAP_SYSLOG only"; fi
+  # The opt-in SMART drop-in adds exactly CAP_SYS_RAWIO (smartctl's ATA pass-through).
+  got=$(caps_of "$k" "$SRC/deploy/systemd/smart.conf")
+  if [ "$got" = "CAP_SYSLOG CAP_SYS_RAWIO" ]; then echo "ok: with smart.conf $k=$got"
+  else fail "with smart.conf $k is '$got', expected CAP_SYSLOG CAP_SYS_RAWIO"; fi
+done
+# The opt-in drop-in for SD vendor health (CMD56) adds CAP_SYS_RAWIO and nothing else; systemd
+# merges it with the unit's list.
+DROPIN=$(dirname "$UNIT")/sd-vendor-health.conf
+for k in CapabilityBoundingSet AmbientCapabilities; do
+  got=$(UNIT=$DROPIN caps_of "$k")
+  if [ "$got" = CAP_SYS_RAWIO ]; then echo "ok: sd-vendor-health.conf $k=$got"
+  else fail "sd-vendor-health.conf: $k is '$got', expected CAP_SYS_RAWIO only"; fi
 done
 # Secrets a capability or a loose file mode must never reach (each hidden in the unit).
 hidden=$(sed -n 's/^InaccessiblePaths=//p' "$UNIT" | tr ' ' '\n' | sed 's/^-//')

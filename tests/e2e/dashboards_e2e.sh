@@ -3,9 +3,10 @@
 # rules run in a real Prometheus that scrapes
 #   - the exporter on this machine, probing an emulated card (nbdkit: 2 ms reads, error filter
 #     armed by a trigger file) and the real disk that holds the work directory;
-#   - three exporters on the Raspberry Pi fixture roots (tests/fixtures/roots/{pi3bplus,pi4,cm4}),
+#   - four exporters on the Raspberry Pi fixture roots (tests/fixtures/roots/{pi3bplus,pi4,cm4,pi4-usb}),
 #     for the panels only a Pi can fill (SD bus clock, card identity, classes, wear, board,
-#     config.txt, under-voltage). The Pi 4 one probes a second emulated card presented as its
+#     config.txt, under-voltage) and the SMART ones (pi4-usb's sda, a stand-in smartctl
+#     replaying a recorded report). The Pi 4 one probes a second emulated card presented as its
 #     mmcblk0: a private mount namespace gives it a /dev/mmcblk0 node for the card's loop device
 #     and the copied fixture's sysfs names the loop device's major:minor, so the card ranking
 #     (probe p99 joined with diskprobe_mmc_card_info) has a real card behind it.
@@ -118,7 +119,18 @@ for name in pi3bplus cm4; do
     --path.procfs="$R/proc" --path.rootfs="$R" --path.debugfs="$R/debug"
   eval "${name^^}_ADDR=$ADDR"
 done
-log "fixture exporters: pi4 $PI4_ADDR (probing card $P), pi3bplus $PI3BPLUS_ADDR, cm4 $CM4_ADDR"
+# A Pi 4 booting from a USB SSD (the pi4-usb fixture root, its sda): a stand-in smartctl replies
+# with the recorded report of a real SSD through SAT (tests/fixtures/samples/smartctl/01-*), so
+# the SMART panels have a drive behind them (e2e_smart_recorded checks those values field by field).
+R=$SRC/tests/fixtures/roots/pi4-usb
+grep -v '^#' "$SRC"/tests/fixtures/samples/smartctl/01-sat-*.json >smart-report.json
+printf '#!/bin/sh\ncat %s/smart-report.json\n' "$E2E_WORK" >smartctl
+chmod +x smartctl
+printf 'health: {smart_interval: 1h, smartctl_path: %s/smartctl}\n' "$E2E_WORK" >usb.yml
+start_named usb "$EXPORTER" --config.file=usb.yml --no-collector.probes --no-collector.kmsg --path.sysfs="$R/sys" \
+  --path.procfs="$R/proc" --path.rootfs="$R" --path.debugfs="$R/debug" --path.devfs="$E2E_WORK"
+USB_ADDR=$ADDR
+log "fixture exporters: pi4 $PI4_ADDR (probing card $P), pi3bplus $PI3BPLUS_ADDR, cm4 $CM4_ADDR, pi4-usb $USB_ADDR (smartctl replaying an SSD's report)"
 
 # ---------------------------------------------------------------------------------------------
 log "Prometheus with the shipped configuration and rules"
@@ -135,12 +147,12 @@ check "promtool check config on the test copy" bash -c "promtool check config pr
 cat >file_sd/diskprobe-e2e.yml <<YML
 - targets: ['$REAL_ADDR']
   labels: {site: machine}
-- targets: ['$PI4_ADDR', '$PI3BPLUS_ADDR', '$CM4_ADDR']
+- targets: ['$PI4_ADDR', '$PI3BPLUS_ADDR', '$CM4_ADDR', '$USB_ADDR']
   labels: {site: fixtures}
 YML
 check "Prometheus started with the shipped configuration" start_prometheus prometheus.yml --log.level=warn
-wait_for_up diskprobe 4 || true
-check "Prometheus scrapes the 4 exporters through file_sd (up: $UP)" test "$UP" = 4
+wait_for_up diskprobe 5 || true
+check "Prometheus scrapes the 5 exporters through file_sd (up: $UP)" test "$UP" = 5
 # A few scrape and evaluation intervals, enough for 15 s of probe runs in every window.
 sleep 20
 rules_health=$(curl -sS "$PROM/api/v1/rules" | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | join(", ")')

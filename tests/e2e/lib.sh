@@ -23,6 +23,24 @@ check() {  # check "description" command...
   if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
+# deb_test_root BUILD: prints the path of the Debian 12 minbase root the deploy tests copy
+# (<BUILD>/deb-test-root, about 200 MB, made once with debootstrap: network needed). Made under a
+# lock: ctest runs the deploy tests two at a time, and two of them may find it missing at once.
+deb_test_root() {
+  local root=$1/deb-test-root
+  (
+    flock 9
+    if [ ! -x "$root/bin/sh" ]; then
+      command -v debootstrap >/dev/null || { echo "FAIL: no $root and no debootstrap" >&2; exit 1; }
+      rm -rf "$root.tmp"
+      debootstrap --variant=minbase bookworm "$root.tmp" http://deb.debian.org/debian >"$E2E_WORK/debootstrap.log" 2>&1 ||
+        { tail -20 "$E2E_WORK/debootstrap.log" >&2; exit 1; }
+      mv "$root.tmp" "$root"
+    fi
+  ) 9>"$root.lock" >&2 || return 1
+  echo "$root"
+}
+
 # A TCP port nobody listens on right now.
 free_port() {
   local p
@@ -165,13 +183,20 @@ CARDS=()   # "loopdev fusedir pid mountpoint" per card, for cleanup
 # After use_rt the card (nbdfuse and nbdkit) runs under SCHED_FIFO.
 card_start() {
   local name=$1 size=$2; shift 2
-  local dir=$E2E_WORK/card-$name filters=() params=() a
+  local filters=() params=() a
   for a in "$@"; do
     case $a in --filter=*) filters+=("$a") ;; *) params+=("$a") ;; esac
   done
+  card_attach "$name" "${filters[@]}" memory size="$size" "${params[@]}"
+}
+
+# card_attach NAME NBDKIT-ARGS...: a card served by `nbdkit -s NBDKIT-ARGS...` (any plugin, e.g.
+# the sh plugin and a script), attached as card_start does; sets CARD_DEV and CARD_NAME.
+card_attach() {
+  local name=$1; shift
+  local dir=$E2E_WORK/card-$name
   mkdir -p "$dir"
-  "${RT[@]}" nbdfuse "$dir" --command nbdkit -s "${filters[@]}" memory size="$size" "${params[@]}" \
-    >"$E2E_WORK/nbdfuse-$name.log" 2>&1 &
+  "${RT[@]}" nbdfuse "$dir" --command nbdkit -s "$@" >"$E2E_WORK/nbdfuse-$name.log" 2>&1 &
   local pid=$!
   local i
   for i in $(seq 1 100); do [ -e "$dir/nbd" ] && break; sleep 0.05; done
@@ -181,11 +206,12 @@ card_start() {
   CARDS+=("$CARD_DEV $dir $pid -")
 }
 
-# card_mkfs_mount : ext4 on the last card, mounted; sets CARD_MNT.
+# card_mkfs_mount [MKFS.EXT4 OPTIONS...]: ext4 on the last card, mounted; sets CARD_MNT. An -E among
+# the options replaces the default one (mke2fs keeps the last -E).
 card_mkfs_mount() {
   CARD_MNT=$E2E_WORK/mnt-$CARD_NAME
   mkdir -p "$CARD_MNT"
-  mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$CARD_DEV"
+  mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$@" "$CARD_DEV"
   mount -o noatime "$CARD_DEV" "$CARD_MNT"
   local last=$(( ${#CARDS[@]} - 1 ))
   CARDS[$last]="${CARDS[$last]% -} $CARD_MNT"

@@ -13,27 +13,10 @@
 source "$(dirname "$0")/lib.sh"
 BIN=$(readlink -f "$1")
 
-skip() {
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL (CI=true): $*" >&2; exit 1; fi
-  echo "SKIP: $*"; exit 77
-}
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
-command -v nvme >/dev/null || skip "nvme-cli missing (apt-get install nvme-cli)"
-
-CACHE=${DISKPROBE_E2E_CACHE:-$HOME/.cache/diskprobe-e2e}/nvme-qemu
-mkdir -p "$CACHE"
-KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
-[[ -n "$KPKG" ]] || skip "no linux-image-amd64 in the apt sources"
-if [[ ! -d "$CACHE/$KPKG" ]]; then
-  log "fetching $KPKG and busybox-static"
-  (cd "$CACHE" && apt-get download "$KPKG" busybox-static >/dev/null 2>&1) || skip "apt-get download $KPKG failed"
-  mkdir -p "$CACHE/$KPKG" "$CACHE/busybox"
-  dpkg -x "$CACHE"/"$KPKG"_*.deb "$CACHE/$KPKG"
-  dpkg -x "$CACHE"/busybox-static_*.deb "$CACHE/busybox"
-fi
-KDIR="$CACHE/$KPKG"
-BUSYBOX="$CACHE/busybox/bin/busybox"
-KVER=${KPKG#linux-image-}
+source "$(dirname "$0")/qemu_lib.sh"
+command -v qemu-system-x86_64 >/dev/null || qemu_skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
+command -v nvme >/dev/null || qemu_skip "nvme-cli missing (apt-get install nvme-cli)"
+qemu_amd64_kernel
 
 # The initramfs: busybox, the two NVMe modules, nvme-cli and the exporter with their libraries.
 R="$E2E_WORK/root"
@@ -43,17 +26,9 @@ cp "$BUSYBOX" "$R/bin/busybox"
 # crypto API for their algorithm at load, so the generic implementations come first).
 MODULES="crypto/crct10dif_common crypto/crct10dif_generic lib/crc-t10dif lib/crc64 crypto/crc64_rocksoft_generic
   lib/crc64-rocksoft block/t10-pi drivers/nvme/host/nvme-core drivers/nvme/host/nvme"
-for m in $MODULES; do cp "$KDIR/lib/modules/$KVER/kernel/$m.ko" "$R/lib/"; done
-echo "$MODULES" | tr ' ' '\n' | sed '/^$/d; s|.*/||' > "$R/etc/modules"
-copy_with_libs() {  # FILE DEST
-  cp "$1" "$R/$2"
-  ldd "$1" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r lib; do
-    mkdir -p "$R$(dirname "$lib")"
-    cp -L "$lib" "$R$lib"
-  done
-}
-copy_with_libs "$(command -v nvme)" bin/nvme
-copy_with_libs "$BIN" bin/diskprobe_exporter
+qemu_modules "$R" "$KDIR/lib/modules/$KVER/kernel" "$MODULES"
+qemu_copy_with_libs "$R" "$(command -v nvme)" bin/nvme
+qemu_copy_with_libs "$R" "$BIN" bin/diskprobe_exporter
 cat > "$R/etc/exporter.yml" <<'YML'
 probes: {enabled: false}
 health: {nvme_interval: 2s}
@@ -86,7 +61,7 @@ echo "=== cost"; metrics | grep -E '^diskprobe_nvme_smart_(reads_total|read_cpu_
 poweroff -f
 INIT
 chmod +x "$R/init"
-(cd "$R" && find . | "$BUSYBOX" cpio -o -H newc 2>/dev/null | gzip -1) > "$E2E_WORK/initrd.gz"
+qemu_initrd "$R" "$E2E_WORK/initrd.gz"
 truncate -s 64M "$E2E_WORK/nvme.img"
 
 CONSOLE="$E2E_WORK/console.log"

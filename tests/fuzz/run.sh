@@ -6,7 +6,9 @@
 # tests/fuzz/seeds; what the fuzzer learns accumulates in BUILD_DIR/fuzz/corpus/TARGET, and a
 # crash, leak, timeout or out-of-memory input lands in BUILD_DIR/fuzz/artifacts/TARGET/ (the
 # fuzzer's own log beside it). Every target runs even when one crashes; the exit status is 1
-# when any did. FUZZ_RUNS=N stops each target after N executions instead of at SECONDS.
+# when any did. FUZZ_RUNS=N stops each target after N executions instead of at SECONDS;
+# FUZZ_MAX_LEN=BYTES caps an input's length (libFuzzer's -max_len; by default it grows from the
+# largest seed, over 10 KB for config, which slows every execution).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,7 +20,7 @@ bin_dir=$build/tests/fuzz
 fx=$root/tests/fixtures
 
 all_targets=(config web_config http_request block_stat board_model boot_config ext4_sysfs kmsg mmc_ios
-             mmc_registers mountinfo throttled)
+             mmc_registers mountinfo sd_vendor_health smartctl_json throttled)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -55,6 +57,19 @@ seeds() {
           $(find "$fx"/sys "$fx"/roots \( -name cid -o -name csd -o -name scr -o -name ssr -o -name life_time \
                                           -o -name pre_eol_info \) -type f) ;;
     mountinfo) put "$fx"/samples/ext4-mountinfo/* $(find "$fx"/roots -name mountinfo) ;;
+    sd_vendor_health)
+      # The hex dumps as the 512 bytes the card sent, behind each layout's byte (the target's first
+      # byte picks the layout), and twice over: a second reply of the same card.
+      local l
+      for f in "$fx"/samples/sd-cmd56/*.txt; do
+        for l in 0 1 2 3 4 5 6 7; do
+          { printf "\\$(printf '%03o' "$l")"; grep -v '^#' "$f" | xxd -r -p; grep -v '^#' "$f" | xxd -r -p; } \
+            >"$out/$((i++))-layout$l-${f##*/}"
+        done
+      done ;;
+    smartctl_json)
+      # The recorded reports without their "# source:" lines (smartctl writes none).
+      for f in "$fx"/samples/smartctl/*.json; do grep -v '^#' "$f" >"$out/$((i++))-${f##*/}"; done ;;
     throttled) put "$fx"/samples/throttled/*.txt $(find "$fx"/roots -name get_throttled) ;;
     *) echo "run.sh: no seeds for target $t (add it to seeds() in tests/fuzz/run.sh)" >&2; return 1 ;;
   esac
@@ -79,6 +94,7 @@ for t in "${targets[@]}"; do
   opts=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
         -artifact_prefix="$work/artifacts/$t/")
   [ -n "${FUZZ_RUNS:-}" ] && opts+=(-runs="$FUZZ_RUNS")
+  [ -n "${FUZZ_MAX_LEN:-}" ] && opts+=(-max_len="$FUZZ_MAX_LEN")
   [ -f "$here/dict/$t.dict" ] && opts+=(-dict="$here/dict/$t.dict")
   log=$work/artifacts/$t/last-run.log
   before=$(find "$work/artifacts/$t" -type f ! -name '*.log' | wc -l)

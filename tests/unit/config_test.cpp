@@ -109,6 +109,67 @@ TEST(Config, DurationBelowMinimum) {
                 "t.yml:2:23: devices.discovery_interval: duration \"500ms\" is below the minimum of 1000ms"});
 }
 
+// A key with no value: yaml-cpp marks the null where the next line starts (5:1 here, past the
+// end); the error names the key's own line and column.
+TEST(Config, KeyWithoutAValueIsReportedAtTheKey) {
+  auto r = LoadString("probes:\n  defaults:\n    randread:\n      interval:\n", "t.yml");
+  EXPECT_EQ(Messages(r),
+            std::vector<std::string>{"t.yml:4:7: probes.defaults.randread.interval: must be a duration, got null"});
+  r = LoadString("health:\n  smart_interval:\nprobes: {}\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:2:3: health.smart_interval: must be a duration, got null"});
+}
+
+// A list key with no value would replace the default list without a word (`exclude:` alone
+// dropped the ram/zram excludes and monitored zram0): an error at the key, as is an empty item,
+// which yaml-cpp marks where the next token starts (lines below, past comments).
+TEST(Config, AListKeyWithNoValueOrAnEmptyItemIsAnError) {
+  auto r = LoadString("devices:\n  exclude:\nprobes: {}\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:2:3: devices.exclude: must be a list of regular expressions, "
+                                                  "got no value (write [] for an empty list)"});
+  r = LoadString("devices:\n  include:\n    - mmcblk0\n    -\n\n  # sd disks too\n  discovery_interval: 2s\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:2:3: devices.include[1]: must be a regular expression "
+                                                  "string, got an empty item (a '-' with nothing after it)"});
+  r = LoadString("probes:\n  write_directories:\n", "t.yml");
+  EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:2:3: probes.write_directories: must be a list of strings, "
+                                                  "got no value (write [] for an empty list)"});
+  r = LoadString("devices:\n  exclude: []\n", "t.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_TRUE(r.config->devices.exclude.empty());  // the explicit empty list still clears it
+}
+
+// std::regex calls a leading quantifier "Mismatched '(' and ')'": the message says what it is.
+TEST(Config, AQuantifierWithNothingToRepeatIsNamed) {
+  for (const auto& [pattern, message] : std::vector<std::pair<std::string, std::string>>{
+           {"*", "has a quantifier ('*') at character 1 with nothing before it to repeat"},
+           {"mmc|+", "has a quantifier ('+') at character 5 with nothing before it to repeat"},
+           {"(+a)", "has a quantifier ('+') at character 2 with nothing before it to repeat"},
+           {"^*", "has a quantifier ('*') at character 2 with nothing before it to repeat"},
+           {"{2}", "has a quantifier ('{') at character 1 with nothing before it to repeat"}}) {
+    Pattern p;
+    EXPECT_EQ(CompilePattern(pattern, &p, nullptr), message) << pattern;
+  }
+  for (const std::string ok : {"(?:sd|mmcblk)[0-9a-z]+", "(?!loop)[a-z]+[0-9]", "a{2}", "x?", "(a)*", "[*]+", "\\*"}) {
+    Pattern p;
+    EXPECT_EQ(CompilePattern(ok, &p, nullptr), "") << ok;
+  }
+}
+
+// A tab in the indentation: yaml-cpp says "illegal map value" at the end of the line; the error
+// names the tab, where it is.
+TEST(Config, ATabInTheIndentationIsNamedAtTheTab) {
+  auto r = LoadString("devices:\n\tinclude: []\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString().rfind("t.yml:2:1: YAML syntax error: a tab in the indentation (YAML indents with "
+                                         "spaces only; yaml-cpp: ",
+                                         0),
+            0u)
+      << r.errors[0].ToString();
+  r = LoadString("devices:\n  include: []\n  \texclude: []\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 3);
+  EXPECT_EQ(r.errors[0].column, 3);
+}
+
 TEST(Config, DuplicateKey) {
   auto r = LoadString("devices:\n  include: []\n  include: ['sda']\n", "t.yml");
   EXPECT_EQ(Messages(r), std::vector<std::string>{"t.yml:3:3: devices.include: duplicate key"});
@@ -154,6 +215,21 @@ TEST(ParseDuration, RejectsTotalsAboveInt64) {
   EXPECT_FALSE(ParseDuration("18446744073709551615ms").has_value());  // 2^64 - 1
   EXPECT_FALSE(ParseDuration("9223372036854775s9223372036854775ms").has_value());
   EXPECT_EQ(ParseDuration("9223372036854775807ms"), std::chrono::milliseconds::max());
+}
+
+// Found by tests/fuzz (web_config target, coverage-only build, 268 k executions; the
+// configuration file goes through the same LoadDocument): yaml-cpp placed the token after the
+// first document past the end of the text (NUL bytes in it), and comparing the text there with
+// "---" threw std::out_of_range, uncaught: --config.check, start-up and SIGHUP would abort.
+TEST(LoadString, AMarkPastTheEndOfTheTextIsAnErrorNotAnAbort) {
+  static const unsigned char kCrash[] = {0x27, 0x00, 0x00, 0x7d, 0x92, 0x0a, 0x2c, 0x0e, 0x68, 0x65, 0x61,
+                                         0x40, 0x64, 0x65, 0x72, 0x73, 0x6b, 0x65, 0x79, 0x5f, 0x66, 0x49,
+                                         0x27, 0x00, 0x00, 0x7d, 0x64};
+  const std::string_view text(reinterpret_cast<const char*>(kCrash), sizeof kCrash);
+  const LoadResult r = LoadString(text, "crash.yml");
+  EXPECT_EQ(r.config, nullptr);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_EQ(r.errors[0].file, "crash.yml");
 }
 
 TEST(ParseSize, AcceptsAndRejects) {
@@ -593,7 +669,110 @@ TEST(ConfigHealth, NvmeIntervalDefaultOverrideAndBounds) {
   EXPECT_EQ(r.errors[0].ToString().rfind("t.yml:2:18: health.nvme_interval:", 0), 0u) << r.errors[0].ToString();
   r = LoadString("health:\n  smart: 1h\n", "t.yml");
   ASSERT_FALSE(r.config);
-  EXPECT_EQ(r.errors[0].ToString(), "t.yml:2:3: health.smart: unknown key (known keys: nvme_interval)");
+  EXPECT_EQ(r.errors[0].ToString(), "t.yml:2:3: health.smart: unknown key (known keys: nvme_interval, sd_vendor, smart_interval, "
+            "smartctl_timeout, smartctl_path, smart_device_types)");
+}
+
+TEST(ConfigHealth, SdVendorOffByDefaultAndValidated) {
+  const auto& d = LoadDefault().config->health.sd_vendor;
+  EXPECT_TRUE(d.devices.empty());  // no card gets a vendor command unless listed
+  EXPECT_EQ(d.layout, "auto");
+  EXPECT_EQ(d.interval, std::chrono::hours(6));
+  EXPECT_EQ(d.timeout, std::chrono::seconds(5));
+  auto r = LoadString("health:\n  sd_vendor: {devices: [mmcblk0, mmcblk1], layout: swissbit, interval: 1h, timeout: 2s}\n",
+                      "t.yml");
+  ASSERT_TRUE(r.config) << r.errors[0].ToString();
+  EXPECT_EQ(r.config->health.sd_vendor.devices, (std::vector<std::string>{"mmcblk0", "mmcblk1"}));
+  EXPECT_EQ(r.config->health.sd_vendor.layout, "swissbit");
+  EXPECT_EQ(r.config->health.sd_vendor.interval, std::chrono::hours(1));
+  // Every problem at once, each at its place.
+  r = LoadString("health:\n  sd_vendor:\n    devices: [mmcblk0, ../sda]\n    layout: kingston\n    timeout: 10m\n"
+                 "    intervall: 1h\n",
+                 "t.yml");
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 4u);
+  std::string all;
+  for (const auto& e : r.errors) all += e.ToString() + "\n";
+  EXPECT_NE(all.find("t.yml:6:5: health.sd_vendor.intervall: unknown key"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:3:24: health.sd_vendor.devices: \"../sda\" is not a kernel disk name"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:4:13: health.sd_vendor.layout: unknown layout \"kingston\" (known: auto, sandisk, longsys"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("t.yml:5:14: health.sd_vendor.timeout:"), std::string::npos) << all;
+}
+
+// A partition or a card listed twice would be asked CMD56 in vain (the kernel refuses
+// partitions) or twice per pass: refused when the file is checked.
+TEST(ConfigHealth, SdVendorPartitionsAndDuplicatesAreRefused) {
+  auto r = LoadString("health:\n  sd_vendor: {devices: [mmcblk0p1, mmcblk1, mmcblk1, mmcblk10]}\n", "t.yml");
+  ASSERT_EQ(r.config, nullptr);
+  std::string all;
+  for (const auto& e : r.errors) all += e.ToString() + "\n";
+  EXPECT_NE(all.find("t.yml:2:25: health.sd_vendor.devices: \"mmcblk0p1\" is a partition: CMD56 goes to the whole card "
+                     "(mmcblk0)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("t.yml:2:45: health.sd_vendor.devices: \"mmcblk1\" is listed twice"), std::string::npos) << all;
+  EXPECT_EQ(r.errors.size(), 2u) << all;  // mmcblk10 is a card, not a partition
+}
+
+TEST(ConfigHealth, SmartDefaultsOverrideAndAbsolutePath) {
+  const auto& d = LoadDefault().config->health;
+  EXPECT_EQ(d.smart_interval, std::chrono::minutes(30));
+  EXPECT_EQ(d.smartctl_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(d.smartctl_path, "/usr/sbin/smartctl");
+  auto r = LoadString("health:\n  smart_interval: 2h\n  smartctl_timeout: 5s\n  smartctl_path: /opt/sbin/smartctl\n", "t.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].ToString());
+  EXPECT_EQ(r.config->health.smart_interval, std::chrono::hours(2));
+  EXPECT_EQ(r.config->health.smartctl_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(r.config->health.smartctl_path, "/opt/sbin/smartctl");
+  r = LoadString("health:\n  smartctl_path: smartctl\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString(), "t.yml:2:18: health.smartctl_path: must be an absolute path, got \"smartctl\"");
+  r = LoadString("health:\n  smartctl_timeout: 20m\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+}
+
+TEST(ConfigHealth, SmartDeviceTypesInFileOrderWithSafeTypes) {
+  EXPECT_TRUE(LoadDefault().config->health.smart_device_types.empty());
+  auto r = LoadString("health:\n  smart_device_types:\n    sda: sat,12\n    'sd[b-z]': sntrealtek\n"
+                      "    'sd.*': usbjmicron,x,0\n",
+                      "t.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].ToString());
+  const auto& t = r.config->health.smart_device_types;
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].first.source, "sda");
+  EXPECT_EQ(t[0].second, "sat,12");
+  EXPECT_EQ(t[1].second, "sntrealtek");
+  EXPECT_TRUE(t[1].first.FullMatch("sdc"));
+  EXPECT_FALSE(t[1].first.FullMatch("sdaa"));  // anchored
+  EXPECT_EQ(t[2].second, "usbjmicron,x,0");
+
+  // Every problem at once, each at its place: an option, a path, a shell word, upper case, an
+  // empty type, a list, a duplicate, a bad pattern.
+  r = LoadString("health:\n  smart_device_types:\n    sda: -T permissive\n    sdb: /dev/sda\n    sdc: 'sat;reboot'\n"
+                 "    sdd: SAT\n    sde: ''\n    sdf: [sat]\n    sda: sat\n    'sd(': sat\n",
+                 "t.yml");
+  EXPECT_FALSE(r.config);
+  std::string all;
+  for (const auto& e : r.errors) all += e.ToString() + "\n";
+  EXPECT_EQ(r.errors.size(), 8u) << all;
+  EXPECT_NE(all.find("t.yml:3:10: health.smart_device_types.sda: \"-T permissive\" is not a smartctl device type"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:4:10: health.smart_device_types.sdb: \"/dev/sda\" is not a smartctl device type"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:5:10: health.smart_device_types.sdc: \"sat;reboot\" is not"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:6:10: health.smart_device_types.sdd: \"SAT\" is not"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:7:10: health.smart_device_types.sde: \"\" is not"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:8:10: health.smart_device_types.sdf: must be a smartctl device type"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("t.yml:9:5: health.smart_device_types.sda: duplicate key"), std::string::npos) << all;
+  EXPECT_NE(all.find("t.yml:10:5: health.smart_device_types.sd(:"), std::string::npos) << all;
+
+  r = LoadString("health:\n  smart_device_types: [sat]\n", "t.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString(),
+            "t.yml:2:23: health.smart_device_types: must be a mapping from a device-name pattern to a smartctl -d type");
 }
 
 }  // namespace

@@ -315,6 +315,27 @@ TEST(KmsgCounter, ContinuationUserspaceGapsAndMalformed) {
   EXPECT_EQ(c.malformed(), 1u);
 }
 
+// A file or pipe can hold the same record twice (a log appended twice, a collector that
+// re-sends); /dev/kmsg never does. Sequence numbers restart at each boot, so a file holding two
+// boots repeats them with other timestamps: those records count.
+TEST(KmsgCounter, RepeatedRecordsCountOnce) {
+  KmsgDeviceResolver r(FaultsPaths().sysfs);
+  KmsgCounter c(&r);
+  const std::string line = "3,40,5000,-;mmc0: timeout waiting for hardware interrupt.\n";
+  c.AddRecord(line);
+  c.AddRecord(line);                                                        // repeat
+  c.AddRecord("3,40,9000,-;mmc0: timeout waiting for hardware interrupt.\n");  // next boot, same seq
+  c.AddRecord("3,41,5001,-;mmc0: timeout waiting for hardware interrupt.\n");
+  for (std::size_t i = 0; i < KmsgCounter::kRecentRecords; ++i)              // push line out of the window
+    c.AddRecord("3," + std::to_string(100 + i) + ",6000,-;hello\n");
+  c.AddRecord(line);  // too old to be recognised: counted again
+  c.Idle();
+  KmsgCounts want = {{{"mmcblk0", "mmc0", KmsgKind::kTimeout}, 4}};
+  EXPECT_EQ(c.counts(), want);
+  EXPECT_EQ(c.duplicate(), 1u);
+  EXPECT_EQ(c.records(), 4u + KmsgCounter::kRecentRecords);
+}
+
 TEST(KmsgCounter, SuppressedGoToTheNextEventOfTheirKind) {
   KmsgDeviceResolver r(FaultsPaths().sysfs);
   KmsgCounter c(&r);

@@ -330,5 +330,22 @@ TEST(Board, UnparseableThrottledFails) {
   EXPECT_EQ(t.find("diskprobe_board_under_voltage_now"), std::string::npos);
 }
 
+// Seen on QEMU's raspi3b with Debian's 6.1 kernel: no soc:firmware under devices/platform/soc,
+// and the firmware driver's directory lists bind, uevent and unbind before the device link; a path
+// through `bind` (ENOTDIR) was taken for the throttled file and the collector failed.
+TEST(Board, ThrottledFoundThroughTheDriverDirectoryPastItsFiles) {
+  TempRoot r("pi4");
+  fs::rename(r.dir / "sys/devices/platform/soc/soc:firmware", r.dir / "sys/devices/platform/firmware");
+  const fs::path drv = r.dir / "sys/bus/platform/drivers/raspberrypi-firmware";
+  fs::create_directories(drv);
+  for (const char* f : {"bind", "uevent", "unbind"}) r.Write(fs::relative(drv / f, r.dir).string(), "");
+  fs::create_directory_symlink("../../../../devices/platform/firmware", drv / "soc:firmware");
+  Paths p = RootPaths(r.dir.string());
+  BoardCollector c;
+  auto out = testing::Collect(c, ScrapeContext{p, {}});
+  EXPECT_TRUE(out.ok()) << out.result.error;
+  EXPECT_NE(out.text.find("diskprobe_board_under_voltage_now"), std::string::npos) << out.text;
+}
+
 }  // namespace
 }  // namespace diskprobe::collectors

@@ -49,6 +49,17 @@ TEST_F(WebConfigTest, EmptyMeansPlainHttpWithoutAuth) {
   }
 }
 
+// Found by tests/fuzz (web_config target): the same input as LoadString's
+// AMarkPastTheEndOfTheTextIsAnErrorNotAnAbort, an uncaught std::out_of_range before the fix.
+TEST_F(WebConfigTest, AMarkPastTheEndOfTheTextIsAnErrorNotAnAbort) {
+  static const unsigned char kCrash[] = {0x27, 0x00, 0x00, 0x7d, 0x92, 0x0a, 0x2c, 0x0e, 0x68, 0x65, 0x61,
+                                         0x40, 0x64, 0x65, 0x72, 0x73, 0x6b, 0x65, 0x79, 0x5f, 0x66, 0x49,
+                                         0x27, 0x00, 0x00, 0x7d, 0x64};
+  const auto r = ParseWebConfig(std::string_view(reinterpret_cast<const char*>(kCrash), sizeof kCrash), "web.yml", "");
+  EXPECT_EQ(r.config, nullptr);
+  EXPECT_FALSE(r.errors.empty());
+}
+
 TEST_F(WebConfigTest, EveryKeyWeSupport) {
   WebConfigResult r = Parse(std::string("tls_server_config:\n"
                                         "  cert_file: server.crt\n"

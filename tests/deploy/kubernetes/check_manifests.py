@@ -17,6 +17,10 @@ import yaml
 from checks import Checks  # this directory (sys.path[0])
 
 PROBE_VOLUME = "probe-directory"
+DEBUGFS_VOLUME = "debugfs"
+# The gid of `disk` on Debian and Raspberry Pi OS (base-passwd's fixed ids): the raw disks are
+# root:disk 0660.
+DISK_GID = 6
 EXPORTER = "diskprobe-exporter"
 
 
@@ -132,8 +136,10 @@ def main():
     sel = ds["spec"]["selector"]["matchLabels"]
     check("the DaemonSet's selector matches its pod labels", all(labels.get(k) == v for k, v in sel.items()))
 
-    # --- host mounts: read-only except the probe directory
+    # --- host mounts: read-only except the probe directory (and debugfs for the init container,
+    # which gives the exporter's group read on the mmcN/ios files, as the unit's ExecStartPre)
     hostpaths = []
+    init_names = {cont["name"] for cont in pod.get("initContainers", [])}
     for cont in pod.get("initContainers", []) + pod["containers"]:
         for mpath, vol, ro in mounts(ds, cont):
             if "hostPath" in vol:
@@ -141,11 +147,15 @@ def main():
     for cname, vol, mpath, ro in hostpaths:
         if vol["name"] == PROBE_VOLUME:
             check(f"{cname}: hostPath {vol['hostPath']['path']} (the probe directory) is the writable mount", not ro)
+        elif vol["name"] == DEBUGFS_VOLUME and cname in init_names:
+            check(f"{cname} (init): hostPath {vol['hostPath']['path']} at {mpath} writable, for the ios grant", not ro)
         else:
             check(f"{cname}: hostPath {vol['hostPath']['path']} at {mpath} is readOnly", ro)
     writable = [(cn, v["hostPath"]["path"]) for cn, v, _, ro in hostpaths if not ro]
-    check(f"exactly one writable host path: {sorted(set(p for _, p in writable))}",
-          {p for _, p in writable} == {"/var/lib/diskprobe_exporter"})
+    check(f"the exporter's one writable host path: {sorted(set(p for cn, p in writable if cn not in init_names))}",
+          {p for cn, p in writable if cn not in init_names} == {"/var/lib/diskprobe_exporter"})
+    check(f"init containers write only the probe directory and debugfs' modes: {sorted(set(p for cn, p in writable if cn in init_names))}",
+          {p for cn, p in writable if cn in init_names} <= {"/var/lib/diskprobe_exporter", "/sys/kernel/debug"})
     probe_vol = next(v for v in pod["volumes"] if v["name"] == PROBE_VOLUME)
     check("probe directory hostPath is DirectoryOrCreate", probe_vol["hostPath"].get("type") == "DirectoryOrCreate")
 
@@ -232,6 +242,27 @@ def main():
                   csc.get("capabilities", {}).get("drop") == ["ALL"] and
                   csc.get("seccompProfile", {}).get("type") == "RuntimeDefault" and
                   csc.get("allowPrivilegeEscalation") is False)
+    # --- capabilities and groups: the systemd unit's model (CAP_SYSLOG, group disk, the ios grant)
+    groups = pod.get("securityContext", {}).get("supplementalGroups", [])
+    check(f"pod supplementalGroups {groups} include disk ({DISK_GID}) for the raw disks", DISK_GID in groups)
+    for cont in pod.get("initContainers", []) + pod["containers"]:
+        added = cont.get("securityContext", {}).get("capabilities", {}).get("add", [])
+        check(f"{cont['name']}: capabilities.add {added} has no DAC_READ_SEARCH, DAC_OVERRIDE, SYS_RAWIO or SYS_ADMIN",
+              not set(added) & {"DAC_READ_SEARCH", "DAC_OVERRIDE", "SYS_RAWIO", "SYS_ADMIN", "ALL"})
+    with open(os.path.join(source, "deploy/container/Containerfile")) as fh:
+        containerfile = fh.read()
+    setcaps = [l.split("setcap", 1)[1].split(";")[0].split()[0] for l in containerfile.splitlines()
+               if "setcap " in l and not l.lstrip().startswith("#")]
+    check(f"the image's file capabilities (Containerfile setcap): {setcaps}, CAP_SYSLOG alone as in the unit",
+          setcaps == ["cap_syslog+ep"])
+    with open(os.path.join(source, "deploy/systemd/diskprobe_exporter.service")) as fh:
+        unit_caps = [l.split("=", 1)[1].split() for l in fh if l.startswith("CapabilityBoundingSet=")]
+    check(f"the systemd unit's bounding set is the same: {unit_caps}", unit_caps == [["CAP_SYSLOG"]])
+    init = pod.get("initContainers", [])
+    grant = " ".join(" ".join(cont.get("command", [])) for cont in init)
+    check("an init container grants gid 29100 search on debugfs and read on mmc*/ios (the unit's ExecStartPre)",
+          "chgrp 29100 /host/debugfs" in grant and "chmod g+x /host/debugfs" in grant and "chmod g+r" in grant
+          and "/host/debugfs/mmc*/ios" in grant)
     check("no hostNetwork, hostPID, hostIPC",
           not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC"))
     check("no service account token mounted", pod.get("automountServiceAccountToken") is False)

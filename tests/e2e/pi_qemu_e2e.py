@@ -1,0 +1,695 @@
+#!/usr/bin/env python3
+"""The packaged exporter on an emulated Raspberry Pi 3B (QEMU raspi3b, Debian's kernel, the
+kernel's own SD host driver, systemd starting the unit from the .deb), scraped from the host
+through QEMU's user-mode network. The guest's own files are read over the serial console (a
+root shell that scripts/pi-image.sh sets up) and compared with what the exporter says.
+
+  pi_qemu_e2e.py IMAGE_DIR WORK_DIR
+
+IMAGE_DIR is scripts/pi-image.sh's output (card.img, Image, pi3b.dtb, initrd.gz). The card is
+used through a qcow2 overlay in WORK_DIR, so the cached image stays as built. Exit 0 when every
+check passed, 1 otherwise; every check prints its figures.
+"""
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+IMAGE, WORK = sys.argv[1], sys.argv[2]
+BOOT_TIMEOUT = int(os.environ.get("PI_BOOT_TIMEOUT", "1200"))
+START = time.monotonic()
+FAILURES = []
+
+
+def log(msg):
+    print("[pi-qemu %6.0fs] %s" % (time.monotonic() - START, msg), flush=True)
+
+
+def check(name, ok, detail):
+    print("  %-4s %s: %s" % ("ok" if ok else "FAIL", name, detail), flush=True)
+    if not ok:
+        FAILURES.append(name)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Shell:
+    """The guest's test shell (pi-image.sh: one command per TCP connection on the guest's port
+    29101, forwarded here): run() returns the command's output and exit status."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def run(self, cmd, timeout=180):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
+            s.sendall((cmd.replace("\n", " ") + "\n").encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        text = data.decode(errors="replace")
+        m = re.search(r"E(\d+)\n?$", text)
+        if not m:
+            raise OSError("no exit status from the guest shell: %r" % text[-200:])
+        return text[:m.start()], int(m.group(1))
+
+    def out(self, cmd, timeout=180):
+        text, rc = self.run(cmd, timeout)
+        if rc != 0:
+            raise RuntimeError("guest command failed (%d): %s\n%s" % (rc, cmd, text))
+        return text
+
+
+def scrape(port, tries=3):
+    """/metrics through the forwarded port. usb-net under TCG drops a transfer now and then
+    (QEMU logs `usbnet: failed control transaction`, a body cut short): tried again, and a
+    failure raises OSError as a refused connection does."""
+    for i in range(tries):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30) as r:
+                return r.read().decode()
+        except (OSError, http.client.HTTPException) as e:
+            if i == tries - 1:
+                raise OSError("scrape of 127.0.0.1:%d: %r" % (port, e))
+            time.sleep(2)
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)', line)
+        if not m:
+            continue
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def series(metrics, name, **want):
+    """Series of one family whose labels include `want`: [(labels dict, value)]."""
+    return [(dict(l), v) for (n, l), v in metrics.items()
+            if n == name and all(dict(l).get(k) == w for k, w in want.items())]
+
+
+def one(metrics, name, **want):
+    s = series(metrics, name, **want)
+    return s[0] if len(s) == 1 else (None, None)
+
+
+def start_prometheus(target):
+    """Debian's Prometheus on the host, scraping the guest through the forwarded port."""
+    port = free_port()
+    cfg = os.path.join(WORK, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global: {scrape_interval: 5s, scrape_timeout: 5s}\n"
+                "scrape_configs:\n- job_name: pi3b\n  static_configs: [{targets: ['%s']}]\n" % target)
+    proc = subprocess.Popen(["prometheus", "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(WORK, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % port],
+                            stdout=open(os.path.join(WORK, "prometheus.log"), "w"), stderr=subprocess.STDOUT)
+    return proc, port
+
+
+def prom_query(port, expr):
+    """[(labels, value)] of an instant query."""
+    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.request.quote(expr))
+    with urllib.request.urlopen(url, timeout=10) as r:
+        data = json.load(r)
+    return [(x["metric"], float(x["value"][1])) for x in data["data"]["result"]]
+
+
+def csd_capacity(csd_hex):
+    """Card capacity in bytes from the CSD register (SD Physical Layer spec 5.3: v1 C_SIZE,
+    C_SIZE_MULT, READ_BL_LEN; v2 C_SIZE x 512 KiB), computed here independently of the exporter."""
+    v = int(csd_hex, 16)
+
+    def bits(hi, lo):
+        return (v >> lo) & ((1 << (hi - lo + 1)) - 1)
+    structure = bits(127, 126)
+    if structure == 0:
+        return (bits(73, 62) + 1) << (bits(49, 47) + 2) << bits(83, 80)
+    return (bits(69, 48) + 1) * 512 * 1024
+
+
+class Guest:
+    """One QEMU raspi3b process on the card overlay, its console log and QMP socket."""
+
+    def __init__(self, ports):
+        self.ports = ports
+        self.overlay = os.path.join(WORK, "card.qcow2")
+        self.qmp_path = os.path.join(WORK, "qmp.sock")
+        self.console = os.path.join(WORK, "console.log")
+        self.serial_path = os.path.join(WORK, "console.sock")
+        self.proc = None
+        self.replugs = 0
+
+    def new_card(self):
+        if os.path.exists(self.overlay):
+            os.unlink(self.overlay)
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+                        os.path.join(IMAGE, "card.img"), self.overlay], check=True)
+
+    def start(self, attempt):
+        if os.path.exists(self.console):
+            os.rename(self.console, os.path.join(WORK, "console.%d.log" % (attempt - 1)))
+        fwd = ",".join("hostfwd=tcp:127.0.0.1:%d-:%d" % (h, g) for g, h in sorted(self.ports.items()))
+        cmdline = ["qemu-system-aarch64", "-M", "raspi3b", "-m", "1G",
+                   "-kernel", os.path.join(IMAGE, "Image"), "-dtb", os.path.join(IMAGE, "pi3b.dtb"),
+                   "-initrd", os.path.join(IMAGE, "initrd.gz"),
+                   "-append", "console=ttyAMA0 rdinit=/init loglevel=4 systemd.show_status=auto fsck.mode=skip",
+                   "-drive", "file=%s,if=sd,format=qcow2" % self.overlay,
+                   "-device", "usb-net,netdev=n0,id=usbnet0", "-netdev", "user,id=n0," + fwd,
+                   "-display", "none", "-monitor", "none",
+                   "-chardev", "socket,id=con0,path=%s,server=on,wait=off,logfile=%s" % (self.serial_path, self.console),
+                   "-serial", "chardev:con0",
+                   "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path]
+        log("boot %d: the Pi 3B image (TCG): %s" % (attempt, " ".join(cmdline)))
+        self.proc = subprocess.Popen(cmdline, stdout=open(os.path.join(WORK, "qemu.log"), "a"),
+                                     stderr=subprocess.STDOUT)
+        self.booted = time.monotonic()
+        self.replugs = 0
+
+    def replug_usb_net(self):
+        """Unplugs QEMU's usb-net and plugs a new one on the same network backend (the port
+        forwards stay), so the guest's DWC2 driver sees a port connect and enumerates again."""
+        self.replugs += 1
+        self.qmp("device_del", id="usbnet%d" % (self.replugs - 1))
+        time.sleep(5)
+        self.qmp("device_add", driver="usb-net", netdev="n0", id="usbnet%d" % self.replugs)
+        log("re-plugged usb-net through QMP (%d)" % self.replugs)
+
+    def serial_command(self, command, wait=30):
+        """Types a command on the guest's serial console (a root getty); its output lands in
+        console.log. For diagnostics only: the kernel's messages share that console."""
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(self.serial_path)
+                s.sendall(("\n" + command + "\n").encode())
+                time.sleep(wait)
+        except OSError as e:
+            log("serial console: %s" % e)
+
+    def console_text(self):
+        try:
+            return open(self.console, errors="replace").read()
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def qmp(self, command, **arguments):
+        """One QMP command on a fresh connection: its "return", or RuntimeError with QEMU's error."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(self.qmp_path)
+            f = s.makefile("rw")
+            json.loads(f.readline())
+            for cmd in ({"execute": "qmp_capabilities"}, {"execute": command, "arguments": arguments}):
+                f.write(json.dumps(cmd) + "\n")
+                f.flush()
+                while True:
+                    reply = json.loads(f.readline())
+                    if "return" in reply or "error" in reply:
+                        break
+                if "error" in reply:
+                    raise RuntimeError("QMP %s: %s" % (cmd["execute"], reply["error"].get("desc")))
+            return reply["return"]
+
+
+USB_REPLUGS = int(os.environ.get("PI_USB_REPLUGS", "0"))
+USB_GRACE = 300  # s after the watcher's "no cdc_ether" line before a re-plug or a new boot
+USB_MISSING = "usb-net-watch: no cdc_ether interface"
+
+
+def wait_shell(guest, con, timeout, boot_id=None):
+    """Waits for the guest's test shell (a boot id other than `boot_id` when given). When the
+    guest's watcher says usb-net did not enumerate, waits USB_GRACE s more, then re-plugs it
+    through QMP (PI_USB_REPLUGS times, 180 s apart; none by default: a re-plug was followed by a
+    hung guest). Returns "up", "usb" (no network this boot), "exited" or "timeout"."""
+    deadline = time.monotonic() + timeout
+    seen = guest.console_text().count(USB_MISSING)
+    last_replug = missing_since = None
+    while True:
+        try:
+            text, rc = con.run("cat /proc/sys/kernel/random/boot_id", 30)
+            if rc == 0 and text.strip() != boot_id:
+                return "up"
+        except OSError:
+            pass
+        if guest.console_text().count(USB_MISSING) > seen:
+            if missing_since is None:
+                missing_since = time.monotonic()
+            if time.monotonic() - missing_since > USB_GRACE and \
+               (last_replug is None or time.monotonic() - last_replug > 180):
+                if guest.replugs >= USB_REPLUGS:
+                    guest.serial_command("dmesg | grep -i -E 'usb|dwc2|cdc' | tail -25", 40)
+                    return "usb"
+                guest.replug_usb_net()
+                last_replug = time.monotonic()
+        if guest.proc.poll() is not None:
+            return "exited"
+        if time.monotonic() > deadline:
+            return "timeout"
+        time.sleep(5)
+
+
+def watcher_lines(guest):
+    return [l.strip() for l in guest.console_text().splitlines() if "usb-net-watch:" in l]
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    ports = {29100: free_port(), 29101: free_port(), 9100: free_port()}
+    guest = Guest(ports)
+    attempts = int(os.environ.get("PI_BOOT_ATTEMPTS", "3"))
+    prom = None
+    try:
+        if shutil.which("prometheus"):
+            prom = start_prometheus("127.0.0.1:%d" % ports[29100])
+        con = Shell(ports[29101])
+        for attempt in range(1, attempts + 1):
+            guest.new_card()
+            guest.start(attempt)
+            state = wait_shell(guest, con, BOOT_TIMEOUT)
+            took = time.monotonic() - guest.booted
+            lines = watcher_lines(guest)
+            if state == "up":
+                log("boot %d: the guest's test shell answered after %.0f s (usb-net watcher: %s)" %
+                    (attempt, took, "; ".join(lines) or "no line yet"))
+                break
+            log("boot %d failed after %.0f s: %s (usb-net watcher: %s); console.log tail:" %
+                (attempt, took, {"usb": "usb-net never enumerated", "exited": "QEMU exited",
+                                 "timeout": "no answer within %d s" % BOOT_TIMEOUT}[state],
+                 "; ".join(lines) or "no line"))
+            print(guest.console_text()[-1500:])
+            guest.stop()
+            if state == "exited" or attempt == attempts:
+                return 1
+        return run(guest, con, ports, prom)
+    finally:
+        if prom:
+            prom[0].terminate()
+            prom[0].wait(30)
+        guest.stop()
+
+
+def run(guest, con, ports, prom):
+    port = ports[29100]
+    boot = guest.booted
+    print(con.out("uname -a; cat /proc/cpuinfo | grep -m1 -i 'model name\\|CPU part'; "
+                  "dpkg-query -W diskprobe-exporter systemd").strip())
+
+    # The service, then the network path from the host.
+    deadline = time.monotonic() + 900
+    metrics_text = None
+    while time.monotonic() < deadline:
+        try:
+            metrics_text = scrape(port)
+            break
+        except OSError:
+            time.sleep(5)
+    state = con.out("systemctl is-active diskprobe_exporter || true").strip()
+    log("unit state %s; host scrape through 127.0.0.1:%d %s after %.0f s" %
+        (state, port, "answered" if metrics_text else "did NOT answer", time.monotonic() - boot))
+    check("service active (systemd, from the package)", state == "active", state)
+    if metrics_text is None:
+        print(con.out("systemctl status diskprobe_exporter --no-pager -l; ip addr; journalctl -b --no-pager | tail -50"))
+        return 1
+
+    # Probes: wait for a successful randread run on mmcblk0 (first run within its interval).
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        m = parse(wait_scrape(port, 120) or "")
+        _, ok_runs = one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe="randread", result="ok")
+        if ok_runs:
+            break
+        time.sleep(10)
+
+    # --- mmc_ios vs the guest's debugfs ---
+    ios_text = con.out("cat /sys/kernel/debug/mmc0/ios")
+    ios = dict((k.strip(), v.strip()) for k, v in
+               (line.split(":", 1) for line in ios_text.splitlines() if ":" in line))
+    m = parse(scrape(port))
+    print("\n== mmc_ios: /sys/kernel/debug/mmc0/ios (guest) vs the exporter")
+    print("\n".join("   | " + l for l in ios_text.strip().splitlines()))
+
+    def num(s):
+        return float(re.match(r"[\d.]+", s).group(0))
+    rows = [
+        ("clock", num(ios["clock"]), "diskprobe_mmc_ios_clock_hertz"),
+        ("actual clock", num(ios["actual clock"]), "diskprobe_mmc_ios_actual_clock_hertz"),
+        ("bus width", float(1 << int(num(ios["bus width"]))), "diskprobe_mmc_ios_bus_width"),
+        ("timing spec", num(ios["timing spec"]), "diskprobe_mmc_ios_timing_spec"),
+        ("power mode", num(ios["power mode"]), "diskprobe_mmc_ios_power_mode"),
+        ("signal voltage", {"0": 3.3, "1": 1.8, "2": 1.2}[ios["signal voltage"].split()[0]],
+         "diskprobe_mmc_ios_signal_voltage_volts"),
+    ]
+    for what, want, fam in rows:
+        labels, have = one(m, fam, host="mmc0")
+        check("ios %s" % what, have is not None and abs(have - want) < 1e-9,
+              "guest %s, exporter %s%s" % (want, have, " %s" % labels if labels and "timing" in labels else ""))
+
+    # --- mmc_card vs sysfs, capacity from the CSD ---
+    dev = "/sys/block/mmcblk0/device"
+    files = {}
+    for f in ("cid", "csd", "name", "manfid", "oemid", "date", "serial", "fwrev", "hwrev", "type"):
+        text, rc = con.run("cat %s/%s" % (dev, f))
+        files[f] = text.strip() if rc == 0 else None
+    size_sectors = int(con.out("cat /sys/block/mmcblk0/size").strip())
+    print("\n== mmc_card: %s/* (guest) vs diskprobe_mmc_card_info" % dev)
+    for f, v in files.items():
+        print("   | %-7s %s" % (f, v))
+    labels, _ = one(m, "diskprobe_mmc_card_info", device="mmcblk0")
+    labels = labels or {}
+    print("   exporter labels: %s" % json.dumps(labels, sort_keys=True))
+    month, year = files["date"].split("/")
+    for what, want, have in [
+        ("name (PNM)", files["name"], labels.get("name")),
+        ("manfid", files["manfid"], labels.get("manfid")),
+        ("oemid", files["oemid"], labels.get("oemid")),
+        ("serial (PSN)", files["serial"], labels.get("serial")),
+        ("date (MDT)", "%s-%02d" % (year, int(month)), labels.get("date")),
+        ("type", files["type"], labels.get("type")),
+    ]:
+        check("card %s" % what, want == have, "sysfs %r, exporter %r" % (want, have))
+    _, cap = one(m, "diskprobe_mmc_card_capacity_bytes", device="mmcblk0")
+    want_cap = csd_capacity(files["csd"])
+    check("card capacity from CSD", cap == want_cap == size_sectors * 512,
+          "CSD decoded here %d B, /sys/block/mmcblk0/size x 512 = %d B, exporter %s B" %
+          (want_cap, size_sectors * 512, cap))
+
+    # --- every collector succeeded on the real kernel's files ---
+    failed = sorted(l.get("collector") for l, v in series(m, "diskprobe_collector_success") if v != 1)
+    check("every collector succeeded", not failed and bool(series(m, "diskprobe_collector_success")),
+          "failed: %s (of %d)" % (failed or "none", len(series(m, "diskprobe_collector_success"))))
+
+    # --- board from the device tree ---
+    model = con.out("tr -d '\\0' </proc/device-tree/model").strip()
+    labels, _ = one(m, "diskprobe_board_info")
+    check("board_info model from the device tree", labels is not None and labels.get("model") == model,
+          "DT %r, exporter %s" % (model, json.dumps(labels, sort_keys=True)))
+
+    # --- block_stat bracketed by the guest's stat ---
+    before = [int(x) for x in con.out("cat /sys/block/mmcblk0/stat").split()]
+    m = parse(scrape(port))
+    after = [int(x) for x in con.out("cat /sys/block/mmcblk0/stat").split()]
+    print("\n== block_stat: /sys/block/mmcblk0/stat before and after the scrape")
+    print("   before %s\n   after  %s" % (before, after))
+    stat_rows = [
+        (0, "diskprobe_block_reads_completed_total", 1), (1, "diskprobe_block_reads_merged_total", 1),
+        (2, "diskprobe_block_read_bytes_total", 512), (3, "diskprobe_block_read_time_seconds_total", 0.001),
+        (4, "diskprobe_block_writes_completed_total", 1), (5, "diskprobe_block_writes_merged_total", 1),
+        (6, "diskprobe_block_written_bytes_total", 512), (7, "diskprobe_block_write_time_seconds_total", 0.001),
+        (8, "diskprobe_block_io_now", 1), (9, "diskprobe_block_io_time_seconds_total", 0.001),
+        (10, "diskprobe_block_io_time_weighted_seconds_total", 0.001),
+    ]
+    for i, fam, scale in stat_rows:
+        _, have = one(m, fam, device="mmcblk0")
+        lo, hi = min(before[i], after[i]) * scale, max(before[i], after[i]) * scale
+        if fam == "diskprobe_block_io_now":
+            lo, hi = 0, max(before[i], after[i], 1) + 8  # a gauge: in flight now, not a counter
+        check("stat field %d %s" % (i + 1, fam), have is not None and lo - 1e-9 <= have <= hi + 1e-9,
+              "%s <= %s <= %s" % (lo, have, hi))
+
+    # --- hardening on a real systemd ---
+    journal = con.out("journalctl -b -u diskprobe_exporter --no-pager -o cat")
+    bad = [l for l in journal.splitlines()
+           if re.search(r"permission denied|operation not permitted|EACCES|EPERM|read-only file system", l, re.I)]
+    print("\n== journal of diskprobe_exporter (%d lines)" % len(journal.splitlines()))
+    print("\n".join("   | " + l for l in journal.strip().splitlines()[-15:]))
+    check("no permission errors in the journal (default config)", not bad, bad or "none in %d lines" % len(journal.splitlines()))
+    _, reload_ok = one(m, "diskprobe_config_last_reload_successful")
+    print("   systemd-analyze security: " + con.out(
+        "systemd-analyze security diskprobe_exporter --no-pager 2>&1 | tail -1").strip())
+
+    # --- a real Prometheus on the host scraped the guest: the same facts arrive there ---
+    if prom:
+        pport = prom[1]
+        deadline = time.monotonic() + 120
+        up = []
+        while time.monotonic() < deadline:
+            try:
+                up = prom_query(pport, 'up{job="pi3b"}')
+            except OSError:
+                up = []
+            if up and up[0][1] == 1:
+                break
+            time.sleep(3)
+        print("\n== Prometheus on the host (job pi3b, target 127.0.0.1:%d)" % port)
+        check("Prometheus scrapes the guest (up == 1)", bool(up) and up[0][1] == 1, up)
+        for expr, want in [
+            ('diskprobe_mmc_ios_clock_hertz{host="mmc0"}', num(ios["clock"])),
+            ('diskprobe_mmc_ios_bus_width{host="mmc0"}', float(1 << int(num(ios["bus width"])))),
+            ('diskprobe_mmc_card_capacity_bytes{device="mmcblk0"}', float(want_cap)),
+            ('count(diskprobe_mmc_card_info{device="mmcblk0",serial="%s",name="%s"})' % (files["serial"], files["name"]), 1.0),
+            ('count(diskprobe_board_info{model="%s"})' % model, 1.0),
+            ('max(diskprobe_probe_runs_total{device="mmcblk0",probe="randread",result="ok"}) >= 1', None),
+        ]:
+            got = prom_query(pport, expr) if up else []
+            have = got[0][1] if got else None
+            check("Prometheus %s" % expr, have is not None and (want is None or have == want),
+                  "guest's files %s, Prometheus %s" % (want, have))
+        print("   scrape duration (Prometheus): %s s" % [v for _, v in prom_query(pport, 'scrape_duration_seconds{job="pi3b"}')])
+
+    # --- systemctl reload applies a config change: exclude mmcblk0, its block series go ---
+    _, t0 = one(m, "diskprobe_config_last_reload_success_timestamp_seconds")
+    con.out("cp /etc/diskprobe_exporter/config.yml /root/config.yml.orig && "
+            "sed -i \"s/^  exclude:$/  exclude:\\n    - 'mmcblk0'/\" /etc/diskprobe_exporter/config.yml && "
+            "grep -A2 '^  exclude:' /etc/diskprobe_exporter/config.yml && systemctl reload diskprobe_exporter")
+    gone = False
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        m2 = parse(wait_scrape(port, 120) or "")
+        _, t1 = one(m2, "diskprobe_config_last_reload_success_timestamp_seconds")
+        if t1 and t0 and t1 > t0 and not series(m2, "diskprobe_block_reads_completed_total", device="mmcblk0"):
+            gone = True
+            break
+        time.sleep(5)
+    pid_before = con.out("systemctl show -p MainPID --value diskprobe_exporter").strip()
+    check("systemctl reload applies a config change", gone and one(m2, "diskprobe_config_last_reload_successful")[1] == 1,
+          "reload timestamp %s -> %s, mmcblk0 block series %s, same process %s" %
+          (t0, t1, "gone" if gone else "still there", pid_before))
+
+    # --- probes on mmcblk0: the read probes on the raw card, the write probes in the state
+    # directory on its root filesystem. The default intervals (first run anywhere within one
+    # interval: up to 15 min) are shortened to 20 s and the service restarted. ---
+    con.out("sed \"s/^\\(    [a-z]*: {enabled: true, interval: \\)[0-9]*[smh]/\\120s/\" /root/config.yml.orig "
+            ">/etc/diskprobe_exporter/config.yml && grep -A7 '^  defaults:' /etc/diskprobe_exporter/config.yml && "
+            "systemctl restart diskprobe_exporter")
+    kinds = ("randread", "seqread", "write", "fsync", "verify")
+    deadline = time.monotonic() + 420
+    while time.monotonic() < deadline:
+        try:
+            m = parse(scrape(port))
+        except OSError:
+            time.sleep(5)
+            continue
+        if all((one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe=k, result="ok")[1] or 0) >= 1 for k in kinds):
+            break
+        time.sleep(10)
+    print("\n== probes (diskprobe_probe_runs_total by probe and result, after %.0f s)" % (time.monotonic() - deadline + 420))
+    for labels, v in sorted(series(m, "diskprobe_probe_runs_total"), key=lambda x: sorted(x[0].items())):
+        if v:
+            print("   %s %s" % (json.dumps(labels, sort_keys=True), v))
+    for k in kinds:
+        _, ok_runs = one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe=k, result="ok")
+        _, iops = one(m, "diskprobe_probe_last_iops", device="mmcblk0", probe=k)
+        _, tput = one(m, "diskprobe_probe_last_throughput_bytes_per_second", device="mmcblk0", probe=k)
+        _, direct = one(m, "diskprobe_probe_direct_io", device="mmcblk0", probe=k)
+        check("probe %s on mmcblk0 ran ok" % k, (ok_runs or 0) >= 1,
+              "runs ok %s, last IOPS %s, last throughput %s B/s, O_DIRECT %s" % (ok_runs, iops, tput, direct))
+    errs = {(l["probe"], l["reason"]): v for l, v in series(m, "diskprobe_probe_errors_total") if v}
+    check("no probe errors", not errs, errs or "none")
+    _, corrupt = one(m, "diskprobe_probe_corruptions_total", device="mmcblk0")
+    check("verify: no corrupt blocks on a healthy card", corrupt == 0, "corruptions_total %s" % corrupt)
+    journal = con.out("journalctl -b -u diskprobe_exporter --no-pager -o cat")
+    bad = [l for l in journal.splitlines()
+           if re.search(r"permission denied|operation not permitted|EACCES|EPERM|read-only file system", l, re.I)]
+    check("no permission errors in the journal after the probes ran", not bad, bad or "none in %d lines" % len(journal.splitlines()))
+
+    # The later steps run with the package's own config again.
+    con.out("cp /root/config.yml.orig /etc/diskprobe_exporter/config.yml && systemctl restart diskprobe_exporter")
+    wait_scrape(port, 300)
+
+    for step in (cost_step, reboot_step, eject_step):
+        try:
+            step(guest, con, ports)
+        except Exception as e:  # one step's failure is reported, the next still runs
+            check(step.__name__, False, "%s: %s" % (type(e).__name__, e))
+
+    print("\n%d checks failed: %s" % (len(FAILURES), ", ".join(FAILURES)) if FAILURES else "\nall checks passed")
+    return 1 if FAILURES else 0
+
+
+def wait_scrape(port, timeout):
+    """The exposition once the port answers within `timeout` s, else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return scrape(port)
+        except OSError:
+            time.sleep(5)
+    return None
+
+
+def proc_cost(con, unit):
+    """(CPU seconds user+system, VmRSS KiB) of a unit's main process in the guest."""
+    pid = con.out("systemctl show -p MainPID --value %s" % unit).strip()
+    stat = con.out("cat /proc/%s/stat" % pid)
+    fields = stat[stat.rindex(")") + 2:].split()
+    ticks = int(con.out("getconf CLK_TCK").strip())
+    rss = int(con.out("grep VmRSS /proc/%s/status" % pid).split()[1])
+    return (int(fields[11]) + int(fields[12])) / ticks, rss
+
+
+def cost_step(guest, con, ports):
+    """Scrape cost (CPU time of the serving process per scrape) and RSS beside Debian's
+    prometheus-node-exporter in the same guest, both scraped from the host the same number of
+    times. A TCG-emulated CPU: only the ratios mean something."""
+    n = 20
+    print("\n== cost beside prometheus-node-exporter (%d scrapes each from the host; TCG: ratios only)" % n)
+    ne = con.out("systemctl is-active prometheus-node-exporter || true").strip()
+    check("prometheus-node-exporter active in the guest", ne == "active", ne)
+    res = {}
+    for name, unit, port in (("diskprobe_exporter", "diskprobe_exporter", ports[29100]),
+                             ("node_exporter", "prometheus-node-exporter", ports[9100])):
+        body = wait_scrape(port, 120)
+        if body is None:
+            check("%s answers" % name, False, "no answer on 127.0.0.1:%d" % port)
+            return
+        cpu0, _ = proc_cost(con, unit)
+        t = time.monotonic()
+        size = 0
+        for _ in range(n):
+            size = len(wait_scrape(port, 60) or "")
+        wall = (time.monotonic() - t) / n
+        cpu1, rss = proc_cost(con, unit)
+        res[name] = ((cpu1 - cpu0) / n, wall, rss, size)
+        print("   %-18s CPU %.1f ms/scrape, %.0f ms/scrape seen from the host, RSS %d KiB, %d bytes, %d series" %
+              (name, res[name][0] * 1000, wall * 1000, rss, size, len(parse(body))))
+    d, ne = res["diskprobe_exporter"], res["node_exporter"]
+    print("   ratios diskprobe/node: CPU per scrape %.2f, wall per scrape %.2f, RSS %.2f" %
+          (d[0] / ne[0] if ne[0] else float("nan"), d[1] / ne[1], d[2] / ne[2]))
+    check("cost figures measured for both", d[0] > 0 and ne[0] > 0 and d[2] > 0 and ne[2] > 0,
+          "CPU s/scrape %.4f vs %.4f, RSS %d vs %d KiB" % (d[0], ne[0], d[2], ne[2]))
+
+
+def reboot_step(guest, con, ports):
+    """`systemctl reboot` in the guest: the unit is enabled by the package, so after the reboot
+    the same exporter answers again with a new boot id and process."""
+    print("\n== the service across a guest reboot")
+    boot_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
+    pid = con.out("systemctl show -p MainPID --value diskprobe_exporter").strip()
+    try:
+        con.run("systemctl reboot", 20)
+    except OSError:
+        pass
+    t = time.monotonic()
+    state = wait_shell(guest, con, BOOT_TIMEOUT, boot_id)
+    took = time.monotonic() - t
+    if state != "up":
+        restarting = "reboot: Restarting system" in guest.console_text()
+        check("guest rebooted", False, "%s after %.0f s (console %s 'reboot: Restarting system'; usb-net watcher: %s)" %
+              (state, took, "has" if restarting else "lacks", "; ".join(watcher_lines(guest)[-2:])))
+        return
+    new_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
+    body = wait_scrape(ports[29100], 900)
+    state = con.out("systemctl is-active diskprobe_exporter || true").strip()
+    new_pid = con.out("systemctl show -p MainPID --value diskprobe_exporter").strip()
+    enabled = con.out("systemctl is-enabled diskprobe_exporter || true").strip()
+    check("service back after a guest reboot",
+          new_id != boot_id and state == "active" and body is not None and "diskprobe_mmc_card_info" in body,
+          "boot id %s -> %s after %.0f s, unit %s (%s), PID %s -> %s, host scrape %s" %
+          (boot_id[:8], new_id[:8], took, state, enabled, pid, new_pid,
+           "answered with mmc_card_info" if body and "diskprobe_mmc_card_info" in body else "failed"))
+
+
+def eject_step(guest, con, ports):
+    """The card pulled and put back through QEMU's monitor (QMP eject / blockdev-change-medium of
+    the SD drive). The root filesystem is on this card, so this is the last step: after the
+    ejection the guest runs from its page cache, and the card comes back as a new disk."""
+    port = ports[29100]
+    print("\n== card ejected and re-inserted through QMP (the root filesystem is on it)")
+    m = parse(scrape(port))
+    labels, _ = one(m, "diskprobe_mmc_card_info", device="mmcblk0")
+    serial = (labels or {}).get("serial")
+    kmsg0 = {(l.get("device"), l.get("kind")): v for l, v in series(m, "diskprobe_kernel_messages_total")}
+    blk = [b for b in guest.qmp("query-block") if b.get("device") == "sd0" or "sd" in b.get("device", "")]
+    print("   QEMU drive: %s" % json.dumps([(b.get("device"), b.get("removable"), b.get("inserted", {}).get("file"))
+                                          for b in blk]))
+    t0 = time.monotonic()
+    guest.qmp("eject", device="sd0", force=True)
+    gone_at = None
+    while time.monotonic() - t0 < 300:
+        try:
+            m = parse(scrape(port))
+        except OSError:
+            time.sleep(5)
+            continue
+        if not series(m, "diskprobe_mmc_card_info", device="mmcblk0") and \
+           not series(m, "diskprobe_block_reads_completed_total", device="mmcblk0"):
+            gone_at = time.monotonic() - t0
+            break
+        time.sleep(5)
+    kmsg1 = {(l.get("device"), l.get("kind")): v for l, v in series(m, "diskprobe_kernel_messages_total")}
+    delta = {k: v - kmsg0.get(k, 0) for k, v in kmsg1.items() if v - kmsg0.get(k, 0)}
+    try:
+        dmesg, _ = con.run("dmesg | grep -i 'mmc\\|I/O error' | tail -8", 60)
+    except OSError as e:
+        dmesg = "(the guest shell did not answer: %s)" % e
+    print("   guest kernel log after the ejection:\n" + "\n".join("   | " + l for l in dmesg.strip().splitlines()))
+    check("card's series gone after the ejection", gone_at is not None,
+          "mmcblk0 mmc_card_info and block series gone %s" % ("after %.0f s" % gone_at if gone_at else "NOT within 300 s"))
+    check("the kernel's messages counted", bool(delta),
+          "diskprobe_kernel_messages_total increase by (device, kind): %s" % (delta or "none"))
+    t1 = time.monotonic()
+    guest.qmp("blockdev-change-medium", device="sd0", filename=guest.overlay, format="qcow2")
+    back = None
+    while time.monotonic() - t1 < 300:
+        try:
+            m = parse(scrape(port))
+        except OSError:
+            time.sleep(5)
+            continue
+        back = [l for l, _ in series(m, "diskprobe_mmc_card_info") if l.get("serial") == serial]
+        if back:
+            break
+        time.sleep(5)
+    check("card back after re-insertion", bool(back),
+          "mmc_card_info with serial %s %s" % (serial, "on %s after %.0f s" % (back[0].get("device"), time.monotonic() - t1)
+                                               if back else "NOT back within 300 s"))
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # so that main()'s cleanup stops QEMU and Prometheus
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)
+    sys.exit(main())
