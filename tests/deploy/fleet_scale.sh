@@ -60,13 +60,27 @@ log "default scrape interval (deploy/prometheus/prometheus.yml, job diskprobe): 
 
 # --- 1. the node's collectors on the Pi 4 fixture root ----------------------------------------
 ROOT=$SRC/tests/fixtures/roots/pi4-usb
-printf 'probes:\n  enabled: false\n' >no-probes.yml
-log "exporter on $ROOT (default configuration, probes off: they are measured below)"
+# SMART of the USB disk: as on a node with smartmontools but without the SMART drop-in (the
+# shipped unit grants no CAP_SYS_RAWIO), whatever this machine has. smartctl is a stand-in that
+# exists (it is never run: without CAP_SYS_RAWIO the reader reports `permission` unrun), and the
+# exporter runs without CAP_SYS_RAWIO in its bounding set, also as root.
+printf '#!/bin/sh\nexit 0\n' >smartctl; chmod +x smartctl
+printf 'probes:\n  enabled: false\nhealth: {smartctl_path: %s/smartctl}\n' "$E2E_WORK" >no-probes.yml
+log "exporter on $ROOT (default configuration, probes off: they are measured below; no CAP_SYS_RAWIO)"
+RT_SAVED=("${RT[@]}")
+RT=(setpriv --bounding-set=-sys_rawio --inh-caps=-sys_rawio "${RT[@]}")
 start_exporter --config.file=no-probes.yml --path.sysfs="$ROOT/sys" --path.procfs="$ROOT/proc" \
   --path.rootfs="$ROOT" --path.debugfs="$ROOT/debug" --path.bootconfig="$ROOT/boot/firmware/config.txt" \
   --path.kmsg="$ROOT/kmsg"
-sleep 1  # the kmsg follower reads the log file in its thread
-scrape >node.prom
+RT=("${RT_SAVED[@]}")
+# The kmsg follower and the SMART reader work in their threads: wait for the first SMART pass
+# (its series exist from then on) and the kernel log's records, up to 30 s on a busy machine.
+for _ in $(seq 1 300); do
+  scrape >node.prom
+  grep -q '^diskprobe_smart_up{device="sda"}' node.prom && grep -q '^diskprobe_kernel_messages_total{device="sda"' node.prom && break
+  sleep 0.1
+done
+sleep 1; scrape >node.prom
 stop_exporter
 check "fixture: promtool check metrics is clean" bash -c "[ -z \"\$(promtool check metrics <node.prom 2>&1)\" ]"
 check "fixture: every collector succeeded" bash -c "! grep -q '^diskprobe_collector_success{.*} 0' node.prom"
@@ -78,6 +92,9 @@ check "fixture: the card's identity, SD bus, board, config.txt, mounts and kerne
    grep -q '^diskprobe_board_info' node.prom && grep -q '^diskprobe_boot_sd_config_info' node.prom &&
    grep -q '^diskprobe_filesystem_read_only{device=\"sda\"' node.prom &&
    grep -q '^diskprobe_kernel_messages_total{device=\"sda\"' node.prom"
+check "fixture: SMART of sda is read and refused for want of CAP_SYS_RAWIO (smart_up 0, reason permission)" bash -c \
+  "grep -q '^diskprobe_smart_up{device=\"sda\"} 0' node.prom &&
+   grep -q '^diskprobe_smart_read_failures_total{device=\"sda\",reason=\"permission\"}' node.prom"
 check "fixture: no probe series (probes off)" bash -c "! grep -q '^diskprobe_probe_' node.prom"
 
 # --- 2. the probes on two real block devices ---------------------------------------------------
