@@ -79,7 +79,7 @@ sed -i "s|^ExecStart=/opt/diskprobe/check.sh|Environment=DISK=$LOOP\nExecStart=/
 # An ASan+UBSan build (make test-asan) needs room the unit does not give the real binary.
 mkdir -p dropin
 : >dropin/asan.conf
-if ldd "$EXPORTER" 2>/dev/null | grep -q libasan; then
+if sanitized_build "$EXPORTER"; then
   printf '[Service]\nMemoryMax=infinity\nMemoryDenyWriteExecute=no\n' >dropin/asan.conf
   echo "sanitized build: drop-in MemoryMax=infinity, MemoryDenyWriteExecute=no"
 fi

@@ -242,7 +242,10 @@ ms() { awk -v s="$1" -v d="${2:-3}" 'BEGIN { printf "%." d "f", s * 1000 }'; }  
 # sanitized_build BIN: true when BIN is an AddressSanitizer build (make test-asan). Such a binary
 # reserves terabytes of shadow address space, so an address-space limit (prlimit --as) kills it at
 # start, and its per-operation CPU cost is not the release build's.
-sanitized_build() { ldd "$1" 2>/dev/null | grep -q 'libasan'; }
+# ldd's whole output is taken before matching: `ldd | grep -q` under pipefail fails when grep
+# exits at the match and ldd, still writing, dies of SIGPIPE (an ASan build then passed for a
+# release one).
+sanitized_build() { local libs; libs=$(ldd "$1" 2>/dev/null) || true; [[ $libs == *libasan* ]]; }
 
 # The value of the first sample matching an anchored extended regex on stdin.
 metric() { awk -v re="^$1 " '!found && $0 ~ re { print $NF; found = 1 } END { if (!found) print "" }'; }

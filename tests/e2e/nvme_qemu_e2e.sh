@@ -50,10 +50,10 @@ dd if=/dev/nvme0n1 of=/dev/null bs=1M count=16 2>/dev/null
 echo "=== smartlog1"; nvme smart-log /dev/nvme0 -o json; echo "=== end"
 /bin/diskprobe_exporter --config.file=/etc/exporter.yml --web.listen-address=127.0.0.1:29100 \
   --no-collector.kmsg --no-collector.probes --log.level=warn 2>/tmp/exporter.log &
-i=0; while ! metrics 2>/dev/null | grep -q '^diskprobe_nvme_smart_up.* 1$' && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+i=0; while ! metrics 2>/dev/null | grep '^diskprobe_nvme_smart_up.* 1$' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 echo "=== metrics1"; metrics; echo "=== end"
 echo "=== phase1-done"
-i=0; while ! metrics | grep -q 'kind="temperature"} 1$' && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+i=0; while ! metrics | grep 'kind="temperature"} 1$' >/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 echo "=== metrics2"; metrics; echo "=== end"
 echo "=== smartlog2"; nvme smart-log /dev/nvme0 -o json; echo "=== end"
 echo "=== exporter-log"; cat /tmp/exporter.log; echo "=== end"

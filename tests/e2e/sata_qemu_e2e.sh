@@ -65,7 +65,7 @@ ip link set lo up
 chgrp 6 /dev/sda; chmod 0660 /dev/sda
 metrics() { wget -qO- http://127.0.0.1:$1/metrics | grep '^diskprobe_smart'; }
 wait_for() {  # PORT PATTERN: about three minutes at most (each scrape is slow under TCG)
-  i=0; while ! metrics $1 2>/dev/null | grep -q "$2" && [ $i -lt 180 ]; do sleep 1; i=$((i+1)); done
+  i=0; while ! metrics $1 2>/dev/null | grep -- "$2" >/dev/null && [ $i -lt 180 ]; do sleep 1; i=$((i+1)); done
   echo "=== waited $i s for $2"
 }
 echo "=== sysfs"; readlink /sys/block/sda/device; cat /sys/block/sda/device/vendor /sys/block/sda/device/model; echo "=== end"

@@ -112,7 +112,7 @@ check "every scrape answered ($failed_scrapes failed of $((scrapes + failed_scra
 check "faults were seen (probe errors: $errs) and probes succeeded between them (ok runs: $oks)" \
   bash -c "[ ${errs:-0} -gt 0 ] && [ ${oks:-0} -gt 0 ]"
 check "thread count flat: $thr0 at start, $thr1 at the end (max $thr_max)" test "$thr1" -le "$thr0"
-if ldd "$EXPORTER" 2>/dev/null | grep -q libasan; then
+if sanitized_build "$EXPORTER"; then
   # AddressSanitizer keeps freed memory in quarantine (up to 256 MiB), so RSS grows by design;
   # LeakSanitizer checks for leaks at the exit below instead (a leak makes the exit code non-zero).
   log "ASan build: RSS $rss0 kB -> $rss1 kB not judged (quarantine); leaks are judged at exit"

@@ -81,7 +81,7 @@ check "kmsg: the $N messages counted without a name ($u)" awk -v u="${u:-0}" -v 
 check "kmsg: the 8 MiB line skipped and counted" \
   test "$(value 'diskprobe_kernel_log_skipped_records_total{reason="oversized"}' page)" = 1
 # Under ASan the quarantine keeps freed memory (256 MB by default): the figure is printed only.
-if ldd "$EXPORTER" | grep -q libasan; then
+if sanitized_build "$EXPORTER"; then
   log "sanitized build: VmHWM $(hwm_kb) kB not checked"
 else
   check "kmsg: VmHWM $(hwm_kb) kB < 200 MB" test "$(hwm_kb)" -lt 200000
