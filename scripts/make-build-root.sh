@@ -12,6 +12,7 @@ pkgs=(g++ cmake ninja-build pkg-config make dpkg-dev file gzip ca-certificates l
       crossbuild-essential-arm64 crossbuild-essential-armhf crossbuild-essential-armel
       prometheus-cpp-dev libyaml-cpp-dev libcli11-dev libcrypt-dev nlohmann-json3-dev libssl-dev libboost-dev
       liburing-dev libdeflate-dev zlib1g-dev libcurl4-openssl-dev)
+mkdir -p "$(dirname "$root")"  # a fresh DISKPROBE_CACHE: debootstrap's log goes beside the root
 stamp=$root/.diskprobe-build-root
 [ "$(cat "$stamp" 2>/dev/null)" = "$suite ${pkgs[*]}" ] && exit 0
 if [ ! -x "$root/bin/sh" ]; then
