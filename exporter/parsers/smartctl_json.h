@@ -79,9 +79,14 @@ struct SmartctlReport {
   const SmartAttribute* Attribute(int id) const;
 };
 
+// Deepest nesting of arrays and objects ParseSmartctlJson accepts (smartctl's reports nest 4-5).
+inline constexpr int kSmartctlMaxDepth = 32;
+
 // Parses smartctl's JSON output. Fails (with a reason and the byte offset for bad JSON) when
-// the text is not a JSON object, has no json_format_version [1, ...] or no smartctl.exit_status,
-// or a field the exporter reads has the wrong type. A field that is absent stays empty.
+// the text is not a JSON object, nests arrays and objects deeper than kSmartctlMaxDepth (checked
+// before the JSON parser allocates anything), has no json_format_version [1, ...] or no
+// smartctl.exit_status, or a field the exporter reads has the wrong type. A field that is absent
+// stays empty. An attribute id repeated in ata_smart_attributes.table keeps its first row.
 ParseResult<SmartctlReport> ParseSmartctlJson(std::string_view text);
 
 // Bytes the host has written, from the first attribute, in this order, whose drive-database name

@@ -178,6 +178,37 @@ TEST(SmartctlJson, WearAttributeOutsideZeroToHundredIsNotALifeLeft) {
   EXPECT_EQ(parsers::SmartLifeRemaining(one, &src), 1.0);
 }
 
+// A fresh-user trial's stand-in smartctl printed 1 MiB of '[' (within the output bound): the JSON
+// parser's node per bracket grew the exporter from 6 to 84 MB. The depth is checked first.
+TEST(SmartctlJson, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep(1 << 20, '[');
+  auto r = ParseSmartctlJson(deep);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error, "arrays and objects nested more than 32 deep: not smartctl --json output");
+  // Brackets inside strings (escaped quotes too) are not nesting; 32 levels are accepted.
+  std::string ok = R"({"json_format_version":[1,0],"smartctl":{"exit_status":0,"messages":[{"string":"[[[\"{{{"}]}, "x":)";
+  ok += std::string(29, '[') + std::string(29, ']') + "}";
+  r = ParseSmartctlJson(ok);
+  EXPECT_TRUE(r) << r.error;
+  std::string too_deep = R"({"json_format_version":[1,0],"smartctl":{"exit_status":0}, "x":)";
+  too_deep += std::string(32, '[') + std::string(32, ']') + "}";
+  EXPECT_FALSE(ParseSmartctlJson(too_deep));
+}
+
+// The same trial: a table listing id 5 twice exported two samples of one series (Prometheus kept
+// one silently). The first row stays, as Attribute() reads it.
+TEST(SmartctlJson, ARepeatedAttributeIdKeepsItsFirstRow) {
+  auto r = ParseSmartctlJson(R"({"json_format_version":[1,0],"smartctl":{"exit_status":0},
+    "ata_smart_attributes":{"table":[{"id":5,"name":"Reallocated_Sector_Ct","value":100,"raw":{"value":1}},
+      {"id":9,"name":"Power_On_Hours","value":99,"raw":{"value":7}},
+      {"id":5,"name":"Reallocated_Sector_Ct","value":90,"raw":{"value":2}}]}})");
+  ASSERT_TRUE(r) << r.error;
+  ASSERT_EQ(r->attributes.size(), 2u);
+  EXPECT_EQ(r->attributes[0].raw, 1u);
+  EXPECT_EQ(r->attributes[1].id, 9);
+  EXPECT_EQ(r->Attribute(5)->value, 100);
+}
+
 TEST(SmartctlJson, RefusesWhatIsNotSmartctlOutput) {
   auto r = ParseSmartctlJson("{\"json_format_version\": [1, 0], \"smartctl\": ");
   EXPECT_FALSE(r);
