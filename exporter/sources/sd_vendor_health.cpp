@@ -4,6 +4,7 @@
 #include <linux/major.h>
 #include <linux/mmc/ioctl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,11 +34,16 @@ constexpr std::uint32_t kSdGenCmd = 56;
 // Our own timeout, beside the errnos a command can fail with.
 constexpr int kTimedOut = -1;
 constexpr int kBusy = -2;
+constexpr int kNotBlockDevice = -3;   // the node opened is no block device: nothing sent
 constexpr int kOpenFailed = 1 << 20;  // added to open(2)'s errno
+
+// Whether a result means the command reached the card's driver (MMC_IOC_CMD was issued).
+bool Sent(int rc) { return rc != kNotBlockDevice && rc < kOpenFailed; }
 
 std::string ReasonOf(int rc) {
   if (rc == kTimedOut) return "timeout";
   if (rc == kBusy) return "busy";
+  if (rc == kNotBlockDevice) return "not_mmc";
   if (rc >= kOpenFailed) return (rc - kOpenFailed == EACCES || rc - kOpenFailed == EPERM) ? "permission" : "open";
   switch (rc) {
     case EPERM:
@@ -60,6 +66,7 @@ std::string ReasonOf(int rc) {
 std::string DetailOf(int rc, const std::string& path) {
   if (rc == kTimedOut) return path + ": no answer within health.sd_vendor.timeout";
   if (rc == kBusy) return path + ": an earlier command to this card has not returned";
+  if (rc == kNotBlockDevice) return path + ": not a block device (no command sent)";
   if (rc >= kOpenFailed) return path + ": open: " + std::strerror(rc - kOpenFailed);
   std::string d = path + ": MMC_IOC_CMD: " + std::strerror(rc);
   if (rc == EPERM) d += " (needs CAP_SYS_RAWIO, and the whole card, not a partition)";
@@ -78,6 +85,11 @@ bool StopsPass(int rc) {
 int SendCmd56(const std::string& path, std::uint32_t arg, bool write, parsers::SdGenCmdBlock* block) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return kOpenFailed + errno;
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISBLK(st.st_mode)) {  // a FIFO, a file, /dev/zero: no ioctl
+    ::close(fd);
+    return kNotBlockDevice;
+  }
   mmc_ioc_cmd cmd{};
   cmd.write_flag = write ? 1 : 0;
   cmd.opcode = kSdGenCmd;
@@ -203,13 +215,13 @@ void SdVendorHealthReader::PassNow() {
       parsers::SdGenCmdBlock block{};
       int rc = 0;
       if (l->prepare_write_arg) {
-        ++e.commands;
         rc = Run(card, path, *l->prepare_write_arg, true, &block, cfg.timeout);
+        if (Sent(rc)) ++e.commands;
       }
       if (rc == 0) {
         block.fill(0);
-        ++e.commands;
         rc = Run(card, path, l->read_arg, false, &block, cfg.timeout);
+        if (Sent(rc)) ++e.commands;
       }
       if (rc != 0) {
         failure = ReasonOf(rc);

@@ -47,7 +47,9 @@ namespace diskprobe {
 // the kernel takes.
 using Cmd56Fn = std::function<int(const std::string& path, std::uint32_t arg, bool write, parsers::SdGenCmdBlock* block)>;
 
-// The real command through MMC_IOC_CMD (header comment).
+// The real command through MMC_IOC_CMD (header comment). A node that opens but is no block device
+// (a FIFO, a regular file, a symlink to /dev/zero under --path.devfs) gets no ioctl: reason
+// not_mmc, and it is not counted in diskprobe_sd_health_commands_total (nor is a failed open).
 int SendCmd56(const std::string& path, std::uint32_t arg, bool write, parsers::SdGenCmdBlock* block);
 
 // One card's latest state.

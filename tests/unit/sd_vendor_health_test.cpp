@@ -3,6 +3,7 @@
 // command (rejections, errors, a hanging card), the real ioctl's error path on a file that is not
 // an MMC device, and the collector's exposition.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -395,22 +396,37 @@ TEST(SdVendorReader, ReconfigureDropsCardsNoLongerListed) {
   EXPECT_FALSE(testing::Collect(none, {paths, devices}).ok());
 }
 
-// The real ioctl on something that is not an MMC block device: the kernel's answer, as a reason.
-TEST(SdVendorCmd56, RealIoctlOnANonMmcFileFails) {
-  const std::filesystem::path f = std::filesystem::temp_directory_path() / ("sd_cmd56_" + std::to_string(::getpid()));
-  { std::ofstream(f) << "not a card"; }
-  SdGenCmdBlock b{};
-  const int rc = SendCmd56(f.string(), 1, false, &b);
-  std::filesystem::remove(f);
-  // qemu-user (the cross builds' unit tests, DISKPROBE_EMULATOR set by tests/CMakeLists.txt)
-  // answers an ioctl it does not translate with ENOSYS before the kernel sees it.
-  if (std::getenv("DISKPROBE_EMULATOR") != nullptr && rc == ENOSYS) GTEST_SKIP() << "qemu-user: MMC_IOC_CMD not translated";
-  EXPECT_EQ(rc, ENOTTY);
+// SendCmd56 on nodes that are no block device (a fresh-user trial pointed --path.devfs at a FIFO,
+// a regular file and a symlink to /dev/zero; each got the ioctl): nothing is sent, reason
+// not_mmc, no command counted; a failed open is not counted either. The real ioctl on a block
+// device that is no MMC card (a loop device: EINVAL) is tests/e2e/sd_cmd56_errors_e2e.sh.
+TEST(SdVendorCmd56, NodesThatAreNoBlockDeviceGetNoCommand) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "sd_cmd56.XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const std::filesystem::path dir = tmpl;
+  { std::ofstream(dir / "file") << "not a card"; }
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", dir / "zero");
+  for (const char* name : {"file", "fifo", "zero"}) {
+    SdGenCmdBlock b{};
+    b.fill(0x5a);
+    EXPECT_EQ(SendCmd56((dir / name).string(), 1, false, &b), -3) << name;
+    EXPECT_EQ(b[0], 0x5a) << name;  // untouched
+    SdVendorHealthReader reader(dir.string(), Cfg("sandisk"), nullptr);
+    std::filesystem::remove(dir / "mmcblk0");
+    std::filesystem::create_symlink(dir / name, dir / "mmcblk0");
+    reader.PassNow();
+    const SdVendorHealthEntry& e = reader.Snapshot().cards.at("mmcblk0");
+    EXPECT_EQ(e.state, "not_mmc") << name;
+    EXPECT_EQ(e.commands, 0u) << name;
+  }
   SdVendorHealthReader reader("", Cfg("sandisk"), [&](const std::string&, std::uint32_t arg, bool w, SdGenCmdBlock* blk) {
     return SendCmd56("/nonexistent/mmcblk0", arg, w, blk);
   });
   reader.PassNow();
   EXPECT_EQ(reader.Snapshot().cards.at("mmcblk0").state, "open");
+  EXPECT_EQ(reader.Snapshot().cards.at("mmcblk0").commands, 0u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
