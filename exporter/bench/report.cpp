@@ -220,15 +220,17 @@ std::string FormatCapacity(const CapacityResult& r) {
   // only where the fill reaches past its real size.
   const std::uint64_t room =
       r.fs_available_bytes > r.options.free_floor ? r.fs_available_bytes - r.options.free_floor : 0;
-  if (r.written_bytes > 0 && r.options.max_bytes < room)
-    out += "checked:  " + MiB(r.written_bytes) + " of the " + MiB(room) +
+  if (r.verified_bytes > 0 && r.options.max_bytes < room)
+    out += "checked:  " + MiB(r.verified_bytes) + " of the " + MiB(room) +
            " free above the floor (--capacity-max): a card faking its size shows only where the fill reaches past "
            "its real size\n";
   if (outcome == "ok") out += "RESULT: OK, every block written read back intact\n";
   else if (outcome == "data_lost")
     out += "RESULT: DATA LOST, " + MiB(r.verified_bytes - r.intact_bytes) + " of " + MiB(r.verified_bytes) +
            " did not read back: a counterfeit or failing card\n";
-  else out += "RESULT: INCOMPLETE, nothing lost in what was checked\n";
+  else if (r.verified_bytes == 0)
+    out += "RESULT: INCOMPLETE, nothing was read back: no verdict on the card\n";
+  else out += "RESULT: INCOMPLETE, nothing lost in the " + MiB(r.verified_bytes) + " read back\n";
   out += Fmt("finished in %.1f s", r.elapsed_seconds) + "\n";
   return out;
 }

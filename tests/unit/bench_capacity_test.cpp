@@ -231,6 +231,27 @@ TEST(CapacityJson, ShapeFollowsTheSchema) {
   EXPECT_EQ(j["run_id"].get<std::string>().size(), 16u);
 }
 
+// Interrupted while writing (a fresh-user trial: SIGINT 2 s into a 3 GiB fill): nothing was read
+// back, so the table claims no checked bytes and no "nothing lost"; interrupted after part of
+// the reads, it names what was read back.
+TEST(CapacityTable, AnInterruptedCheckSaysWhatWasReadBack) {
+  CapacityResult r;
+  r.options.directory = "/mnt";
+  r.options.max_bytes = 3ull << 30;
+  r.fs_available_bytes = 8ull << 30;
+  r.planned_bytes = 3ull << 30;
+  r.written_bytes = 398ull << 20;
+  r.interrupted = true;
+  r.removed = true;
+  std::string t = FormatCapacity(r);
+  EXPECT_EQ(t.find("checked:"), std::string::npos) << t;
+  EXPECT_NE(t.find("RESULT: INCOMPLETE, nothing was read back: no verdict on the card\n"), std::string::npos) << t;
+  for (std::uint64_t off = 0; off < (4u << 20); off += kFillBlock) TallyBlock(&r, off, V(BlockKind::kIntact));
+  t = FormatCapacity(r);
+  EXPECT_NE(t.find("checked:  4.0 MiB of the"), std::string::npos) << t;
+  EXPECT_NE(t.find("RESULT: INCOMPLETE, nothing lost in the 4.0 MiB read back\n"), std::string::npos) << t;
+}
+
 // A fill bounded by --capacity-max checked part of the free space: the table says how much, so
 // an "OK" is not read as the whole card's. A fill up to the floor gets no such line.
 TEST(CapacityTable, APartialFillSaysHowMuchOfTheFreeSpaceItChecked) {
