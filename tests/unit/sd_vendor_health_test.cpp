@@ -416,7 +416,8 @@ TEST(SdVendorCmd56, NodesThatAreNoBlockDeviceGetNoCommand) {
     std::filesystem::remove(dir / "mmcblk0");
     std::filesystem::create_symlink(dir / name, dir / "mmcblk0");
     reader.PassNow();
-    const SdVendorHealthEntry& e = reader.Snapshot().cards.at("mmcblk0");
+    const SdVendorHealthSnapshot snap = reader.Snapshot();  // by value: keep it while e is read
+    const SdVendorHealthEntry& e = snap.cards.at("mmcblk0");
     EXPECT_EQ(e.state, "not_mmc") << name;
     EXPECT_EQ(e.commands, 0u) << name;
   }
