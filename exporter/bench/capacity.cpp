@@ -31,14 +31,8 @@ constexpr char kMagic[8] = {'D', 'P', 'F', 'I', 'L', 'L', '0', '1'};
 constexpr std::size_t kCrcAt = kFillBlock - 4;
 constexpr std::size_t kChunk = 1 << 20;  // bytes per write and read call
 
-void PutU64(unsigned char* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-std::uint64_t GetU64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  return v;
-}
+using util::GetU64;
+using util::PutU64;
 
 std::string Errno(const std::string& what, int e) { return what + ": " + std::strerror(e); }
 

@@ -19,6 +19,7 @@
 #include <boost/crc.hpp>
 
 #include "util/file.h"
+#include "util/strings.h"
 
 namespace diskprobe::probes {
 namespace {
@@ -28,14 +29,8 @@ constexpr char kBlockMagic[8] = {'D', 'P', 'B', 'L', 'O', 'C', 'K', '2'};
 constexpr std::uint64_t kFormatVersion = 2;  // 1: blocks without CRC32C (replaced on sight)
 constexpr std::size_t kRecentMax = 512;
 
-void PutU64(unsigned char* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-std::uint64_t GetU64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  return v;
-}
+using util::GetU64;
+using util::PutU64;
 
 // xorshift64*: fast, and the data only has to be incompressible and different every write.
 std::uint64_t NextRandom(std::uint64_t* s) {

@@ -4,12 +4,24 @@
 // process's locale). Nothing here throws.
 #include <charconv>
 #include <concepts>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <system_error>
 #include <utility>
 
 namespace diskprobe::util {
+
+// Little-endian 64-bit field at p (8 bytes), the byte order of the probe file's and the capacity
+// check's on-disk blocks whatever the CPU's.
+inline void PutU64(unsigned char* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline std::uint64_t GetU64(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
 
 // Returns `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f): the set
 // std::isspace has in the "C" locale.
