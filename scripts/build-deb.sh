@@ -7,12 +7,12 @@
 #   scripts/build-deb.sh bookworm|trixie amd64|arm64|armhf|armv6 [output directory]
 # armv6 is a pseudo-architecture: the package diskprobe-exporter-armv6 (Architecture armhf) for
 # Raspberry Pi 1/Zero on Raspberry Pi OS 32-bit, one static executable from Debian's armel compiler
-# (cmake/toolchain-armv6.cmake, docs/packaging.md "ARMv6"), built like the others with the suite's
-# compiler (crossbuild-essential-armel) against a sysroot of the suite's armel packages
-# (sysroot-<suite>-armel; on Debian 13 yaml-cpp 0.8, OpenSSL 3.5 and 64-bit time_t), with
-# dpkg-buildflags for armel: all of them apply to a static link except PIE (Debian's armel glibc
-# has no static PIE) and BIND_NOW (no dynamic symbols to bind); checked below on the unstripped
-# executable before cpack strips it.
+# (cmake/toolchain-armv6.cmake, docs/packaging.md "ARMv6"), built with the armel compiler
+# (crossbuild-essential-armel) of $ARMV6_LIBS_SUITE (default bookworm; trixie gives yaml-cpp 0.8,
+# OpenSSL 3.5 and 64-bit time_t) against a sysroot of that suite's armel packages
+# (sysroot-<that suite>-armel) and packaged for <suite>, with dpkg-buildflags for armel: all of
+# them apply to a static link except PIE (Debian's armel glibc has no static PIE) and BIND_NOW (no
+# dynamic symbols to bind); checked below on the unstripped executable before cpack strips it.
 # The .deb is written to the output directory (default build-deb/); the build tree is
 # $DISKPROBE_CACHE/build-<suite>-<arch>.
 #
@@ -41,6 +41,16 @@ case "$suite" in
   *) echo "build-deb: unsupported suite $suite (bookworm, trixie)" >&2; exit 2 ;;
 esac
 case "$arch" in amd64|arm64|armhf|armv6) ;; *) echo "build-deb: unsupported architecture $arch" >&2; exit 2 ;; esac
+# The suite whose compiler and libraries build it: the package's own, except for armv6, a static
+# executable that takes nothing from the system it runs on, built with $ARMV6_LIBS_SUITE's armel
+# compiler and libraries (default bookworm: deb.debian.org answers 404 for trixie's current armel
+# libc6, libssl and zlib files that its index lists, docs/packaging.md) and packaged for the
+# suite (version, systemd unit directory, changelog) like the others.
+libsuite=$suite
+if [ "$arch" = armv6 ]; then
+  libsuite=${ARMV6_LIBS_SUITE:-bookworm}
+  case "$libsuite" in bookworm|trixie) ;; *) echo "build-deb: ARMV6_LIBS_SUITE=$libsuite: bookworm or trixie" >&2; exit 2 ;; esac
+fi
 build=$cache/build-$suite-$arch
 sysroot=$cache/sysroot-$suite-$arch
 here=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
@@ -50,13 +60,13 @@ pkg=diskprobe-exporter debarch=$arch flagsarch=$arch
 sysarch=$arch
 if [ "$arch" = armv6 ]; then
   pkg=diskprobe-exporter-armv6 debarch=armhf flagsarch=armel sysarch=armel
-  sysroot=$cache/sysroot-$suite-armel
+  sysroot=$cache/sysroot-$libsuite-armel
 fi
 
-if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
-  root=$cache/buildroot-$suite
-  scripts/make-build-root.sh "$suite" "$root"
-  [ "$arch" = "$native" ] || SUITE=$suite scripts/make-sysroot.sh "$sysarch" "$sysroot"
+if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$libsuite" ]; then
+  root=$cache/buildroot-$libsuite
+  scripts/make-build-root.sh "$libsuite" "$root"
+  [ "$arch" = "$native" ] || SUITE=$libsuite scripts/make-sysroot.sh "$sysarch" "$sysroot"
   mounts=()
   cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done; }
   trap cleanup EXIT
@@ -71,7 +81,7 @@ if [ "${DISKPROBE_IN_BUILD_ROOT:-}" != 1 ] && [ "$here" != "$suite" ]; then
     if [ "$d" = "$gitdir" ]; then mount -o remount,bind,ro "$root$d"; fi  # read only: the revision is all it gives
   done
   chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DISKPROBE_IN_BUILD_ROOT=1 \
-    DISKPROBE_CACHE="$cache" JOBS="${JOBS:-2}" bash "$src/scripts/build-deb.sh" "$suite" "$arch" "$out"
+    DISKPROBE_CACHE="$cache" JOBS="${JOBS:-2}" ARMV6_LIBS_SUITE="$libsuite" bash "$src/scripts/build-deb.sh" "$suite" "$arch" "$out"
   exit
 fi
 
@@ -80,7 +90,7 @@ cmake_args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DDISKPROBE_BUILD_
             -DDISKPROBE_DEB_REVISION="$revision" -DDISKPROBE_DEB_DISTRIBUTION="$suite"
             -DDISKPROBE_SYSTEMD_UNIT_DIR="$unitdir")
 if [ "$arch" = armv6 ]; then
-  SUITE=$suite scripts/make-sysroot.sh armel "$sysroot"
+  SUITE=$libsuite scripts/make-sysroot.sh armel "$sysroot"
   if [ "$(cat "$sysroot/var/lib/dpkg/info/sysroot-path" 2>/dev/null)" != "$(realpath "$sysroot")" ]; then
     scripts/cross-dpkg-db.sh "$sysroot" "$sysroot.apt/archives"
   fi
@@ -104,7 +114,7 @@ CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
 LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
 export CXXFLAGS LDFLAGS
 unset DEB_HOST_ARCH
-echo "build-deb: $suite $arch, version 0.x-$revision" >&2
+echo "build-deb: $suite $arch, version 0.x-$revision, built with $libsuite's compiler and libraries" >&2
 echo "build-deb: CXXFLAGS=$CXXFLAGS" >&2
 echo "build-deb: LDFLAGS=$LDFLAGS" >&2
 rm -rf "$build"
