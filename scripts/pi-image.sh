@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # An SD card image of a Raspberry Pi board for QEMU, made from Debian's packages only:
-#   scripts/pi-image.sh pi3b [output directory]
+#   scripts/pi-image.sh pi3b|pi0 [output directory]
+# Boards: pi3b (QEMU raspi3b, BCM2837, Cortex-A53): Debian arm64, linux-image-arm64, the
+# diskprobe-exporter arm64 package; pi0 (QEMU raspi0, BCM2835, ARM1176): Debian armel (ARMv5TE
+# user space, which runs on ARMv6), linux-image-rpi (Debian's kernel for the BCM2835 boards), and
+# diskprobe-exporter-armv6, the package Raspberry Pi OS 32-bit installs on a Zero (Architecture
+# armhf, static: dpkg takes it in the armel root with armhf added as a foreign architecture).
 # Output directory (default ${DISKPROBE_PI_CACHE:-/var/cache/diskprobe-pi}/<board>-<suite>):
 #   card.img   2 GiB (QEMU's SD card wants a power of two), MBR, partition 1 ext4 = the root:
-#              Debian <suite> <arch> (mmdebstrap, minbase + systemd-sysv, udev, kmod, iproute2
-#              and the .deb's Depends), systemd as init, the project's .deb installed with
-#              dpkg -i, the kernel's modules (udev loads dwc2 + cdc_ether for usb0);
-#   Image, <board>.dtb, initrd.gz   for qemu -kernel/-dtb/-initrd: Debian's linux-image-<arch>
-#              (dpkg -x, never installed on this machine), and a busybox initramfs that loads the
-#              SD host drivers (modules in Debian's kernel), mounts mmcblk0p1 and switch_roots to
-#              systemd;
+#              Debian <suite> <arch> (mmdebstrap, minbase + systemd-sysv, udev, kmod, iproute2,
+#              fio for the test's reference measurements and the .deb's Depends), systemd as
+#              init, the project's .deb installed with dpkg -i, the kernel's modules (udev loads
+#              dwc2 + cdc_ether for usb0);
+#   Image, <board>.dtb, initrd.gz   for qemu -kernel/-dtb/-initrd: Debian's kernel (dpkg -x,
+#              never installed on this machine; Image is the arm64 Image or the armel zImage),
+#              and a busybox initramfs that loads the SD host drivers (modules in Debian's
+#              kernel), mounts mmcblk0p1 and switch_roots to systemd;
 #   root/      the root filesystem as a directory, with root.stamp (the .deb's sha256, suite,
 #              package list): made anew only when one of those changes;
 #   stamp      what the image was made from (root.stamp and this script's sha256): a second
@@ -27,13 +33,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
-board=${1:?usage: pi-image.sh pi3b [output directory]}
+board=${1:?usage: pi-image.sh pi3b|pi0 [output directory]}
 suite=${PI_SUITE:-bookworm}
+# Per board: the Debian architecture of the root, the package's build (scripts/build-deb.sh's
+# name for it) and file, the kernel metapackage, the dtb inside the kernel package, and the
+# binfmt_misc magic/mask of the root's ELF programs (for the second stage under qemu-user).
 case "$board" in
-  pi3b) arch=arm64 dtb=broadcom/bcm2837-rpi-3-b.dtb qemu_user=qemu-aarch64-static
+  pi3b) arch=arm64 build=arm64 debglob='diskprobe-exporter_*_arm64.deb' kmeta=linux-image-arm64
+        dtb=broadcom/bcm2837-rpi-3-b.dtb qemu_user=qemu-aarch64-static
         magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
         mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
-  *) echo "pi-image: unsupported board $board (pi3b)" >&2; exit 2 ;;
+  pi0)  arch=armel build=armv6 debglob='diskprobe-exporter-armv6_*_armhf.deb' kmeta=linux-image-rpi
+        dtb=bcm2835-rpi-zero.dtb qemu_user=qemu-arm-static
+        magic='\x7fELF\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x28\x00'
+        mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
+  *) echo "pi-image: unsupported board $board (pi3b, pi0)" >&2; exit 2 ;;
 esac
 cache=${DISKPROBE_PI_CACHE:-/var/cache/diskprobe-pi}
 out=$(realpath -m "${2:-$cache/$board-$suite}")
@@ -42,9 +56,9 @@ log() { printf '[pi-image %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 deb=${PI_DEB:-}
 if [ -z "$deb" ]; then
-  log "building the $suite $arch package (scripts/build-deb.sh)"
-  scripts/build-deb.sh "$suite" "$arch" "$cache/debs" >&2
-  deb=$(ls -t "$cache"/debs/diskprobe-exporter_*_"$arch".deb | head -n1)
+  log "building the $suite $build package (scripts/build-deb.sh)"
+  scripts/build-deb.sh "$suite" "$build" "$cache/debs" >&2
+  deb=$(ls -t "$cache"/debs/$debglob | head -n1)
 fi
 deb=$(realpath "$deb")
 # The Debian part of the root: systemd as init, udev and kmod (they load the USB network
@@ -52,7 +66,7 @@ deb=$(realpath "$deb")
 # the .deb itself installs with dpkg -i afterwards and the Debian part is cached across .debs.
 deps=$(dpkg-deb -f "$deb" Depends Pre-Depends | sed 's/^[A-Za-z-]*: //' | tr ',' '\n' |
        sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' | sed '/^$/d' | sort -u | paste -sd, -)
-packages=systemd-sysv,udev,kmod,iproute2,busybox-static,$deps
+packages=systemd-sysv,udev,kmod,iproute2,busybox-static,fio,$deps
 deb_sum=$(sha256sum <"$deb" | cut -d' ' -f1)
 root_key="suite $suite arch $arch packages $packages"
 key="$root_key deb $deb_sum script $(sha256sum <"$0" | cut -d' ' -f1)"
@@ -81,8 +95,8 @@ printf 'deb [arch=%s] %s %s main\ndeb [arch=%s] %s %s-updates main\ndeb [arch=%s
 sysroot_apt_opts "$arch" "$aptdir"
 log "apt-get update ($suite $arch, private state)"
 apt-get "${apt_opts[@]}" -qq update
-kpkg=$(apt-cache "${apt_opts[@]}" depends "linux-image-$arch" | awk '/Depends: linux-image-/{print $2; exit}')
-[ -n "$kpkg" ] || { echo "pi-image: no linux-image-$arch in $suite" >&2; exit 1; }
+kpkg=$(apt-cache "${apt_opts[@]}" depends "$kmeta" | awk '/Depends: linux-image-/{print $2; exit}')
+[ -n "$kpkg" ] || { echo "pi-image: no $kmeta in $suite $arch" >&2; exit 1; }
 kver=${kpkg#linux-image-}
 # prometheus-node-exporter: the peer the test compares scrape cost and RSS with, in the same guest.
 (cd "$aptdir/archives" && apt-get "${apt_opts[@]}" -qq download "$kpkg" prometheus-node-exporter)
@@ -118,13 +132,17 @@ if [ ! -f "$out/root.stamp" ] || [ "$(cat "$out/root.stamp")" != "$root_key" ] |
 fi
 # The project's package, by dpkg in the root (its maintainer scripts under qemu-user).
 log "dpkg -i $(basename "$deb")"
+deb_arch=$(dpkg-deb -f "$deb" Architecture)
+# The ARMv6 package is armhf (Raspberry Pi OS 32-bit's name) in an armel root: a foreign
+# architecture for dpkg, fine for a static executable whose only dependency is Architecture: all.
+[ "$deb_arch" = "$arch" ] || chroot "$root" dpkg --add-architecture "$deb_arch"
 cp "$deb" "$root/tmp/diskprobe-exporter.deb"
 chroot "$root" dpkg -i /tmp/diskprobe-exporter.deb >&2
 rm -f "$root/tmp/diskprobe-exporter.deb"
 cp "$nedeb" "$root/tmp/node-exporter.deb"
 chroot "$root" dpkg -i /tmp/node-exporter.deb >&2
 rm -f "$root/tmp/node-exporter.deb"
-dpkg-query --admindir="$root/var/lib/dpkg" -W diskprobe-exporter systemd >&2
+dpkg-query --admindir="$root/var/lib/dpkg" -W "$(dpkg-deb -f "$deb" Package)" systemd fio >&2
 
 # The kernel's modules (udev loads the USB network drivers from here) and its image and dtb.
 dpkg -x "$kdeb" "$work/kernel"
@@ -135,14 +153,36 @@ cp -a "$work/kernel/lib/modules/$kver" "$root/lib/modules/"
 (cd "$root/lib/modules/$kver/kernel" && rm -rf drivers/gpu drivers/media drivers/net/wireless \
   drivers/net/ethernet drivers/infiniband drivers/staging sound net/wireless net/mac80211 drivers/scsi/*/)
 depmod -b "$root" "$kver"
-# The arm64 vmlinuz is a plain Image in some Debian kernels and a gzip'd one in others.
+# The arm64 vmlinuz is a plain Image in some Debian kernels and a gzip'd one in others; the
+# armel one is a zImage (it decompresses itself).
 if gzip -t "$work/kernel/boot/vmlinuz-$kver" 2>/dev/null; then
   gunzip -c "$work/kernel/boot/vmlinuz-$kver" >"$work/Image"
 else
   cp "$work/kernel/boot/vmlinuz-$kver" "$work/Image"
 fi
 cp "$work/kernel/usr/lib/linux-image-$kver/$dtb" "$work/$board.dtb"
-fdtput -r "$work/$board.dtb" /soc/serial@7e201000/bluetooth
+# The Bluetooth node under the PL011 (boards with wireless): see the serial getty below.
+if fdtget -l "$work/$board.dtb" /soc/serial@7e201000 2>/dev/null | grep -qx bluetooth; then
+  fdtput -r "$work/$board.dtb" /soc/serial@7e201000/bluetooth
+fi
+# BCM2835 (pi0): Debian's kernel panics in bcm2835_pm_probe on QEMU's raspi0 as the dtb stands.
+# The PM block's node keeps only its "pm" registers: without "asb" the kernel's PM driver adds
+# the watchdog (the SoC's reset, which QEMU emulates: `reboot` works) and no power-domain
+# driver. The firmware's power-domain node (/soc/power) is disabled, and with it every
+# reference to it: the USB controller (dwc2) would wait for that provider forever and usb-net
+# would never appear (QEMU's devices need no power-on).
+if [ "$board" = pi0 ]; then
+  pm=/soc/watchdog@7e100000
+  fdtput -t x "$work/$board.dtb" "$pm" reg "$(fdtget -t x "$work/$board.dtb" "$pm" reg | cut -d' ' -f1-2)"
+  fdtput -t s "$work/$board.dtb" "$pm" reg-names pm
+  fdtput -t s "$work/$board.dtb" /soc/power status disabled
+  power=$(printf '0x%02x' "$(fdtget -t u "$work/$board.dtb" /soc/power phandle)")
+  dtc -q -I dtb -O dts "$work/$board.dtb" >"$work/$board.dts"
+  log "dtb: $pm reg $(fdtget -t x "$work/$board.dtb" "$pm" reg) (pm only); /soc/power disabled and its" \
+    "power-domains ($power) dropped from $(grep -c "power-domains = <$power " "$work/$board.dts") nodes"
+  sed -i "/power-domains = <$power /d" "$work/$board.dts"
+  dtc -q -I dts -O dtb -o "$work/$board.dtb" "$work/$board.dts"
+fi
 
 # The guest's setup for the test: a serial root shell, usb0's address, a short boot.
 echo "$board" >"$root/etc/hostname"
@@ -186,10 +226,11 @@ systemctl --root="$root" enable systemd-networkd.service >/dev/null 2>&1
 # connected`; re-plugging usb-net through QMP was followed by RCU stalls and sdhost timeouts.)
 cat >"$root/usr/local/sbin/usb-net-watch" <<'EOF'
 #!/bin/sh
-drv=/sys/bus/platform/drivers/dwc2/3f980000.usb
+drv=$(ls -d /sys/bus/platform/drivers/dwc2/*.usb 2>/dev/null | head -n1)
 msg() { echo "<3>usb-net-watch: $*" >/dev/kmsg; }
 up() { ls /sys/bus/usb/drivers/cdc_ether 2>/dev/null | grep -q :; }
-i=0; while [ ! -e "$drv" ] && [ $i -lt 600 ]; do sleep 1; i=$((i+1)); done
+i=0; while [ -z "$drv" ] && [ $i -lt 600 ]; do
+  sleep 1; i=$((i+1)); drv=$(ls -d /sys/bus/platform/drivers/dwc2/*.usb 2>/dev/null | head -n1); done
 i=0; while ! up && [ $i -lt 90 ]; do sleep 1; i=$((i+1)); done
 if up; then msg "cdc_ether interface present $i s after dwc2 bound"; exit 0; fi
 msg "no cdc_ether interface 90 s after dwc2 bound ($(ls /sys/bus/usb/devices | tr '\n' ' '))"

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The packaged exporter on an emulated Raspberry Pi 3B (QEMU raspi3b, Debian's kernel, the
-kernel's own SD host driver, systemd starting the unit from the .deb), scraped from the host
-through QEMU's user-mode network. The guest's own files are read over the serial console (a
-root shell that scripts/pi-image.sh sets up) and compared with what the exporter says.
+"""The packaged exporter on an emulated Raspberry Pi (QEMU raspi3b: Pi 3B, arm64; raspi0: Pi
+Zero, ARMv6), with Debian's kernel, the kernel's own SD host driver and systemd starting the unit
+from the .deb, scraped from the host through QEMU's user-mode network. The guest's own files are
+read through a root shell that scripts/pi-image.sh sets up and compared with what the exporter
+says.
 
-  pi_qemu_e2e.py IMAGE_DIR WORK_DIR
+  pi_qemu_e2e.py BOARD IMAGE_DIR WORK_DIR
 
-IMAGE_DIR is scripts/pi-image.sh's output (card.img, Image, pi3b.dtb, initrd.gz). The card is
-used through a qcow2 overlay in WORK_DIR, so the cached image stays as built. Exit 0 when every
-check passed, 1 otherwise; every check prints its figures.
+BOARD is pi3b or pi0; IMAGE_DIR is scripts/pi-image.sh's output for it (card.img, Image,
+BOARD.dtb, initrd.gz). The card is used through a qcow2 overlay in WORK_DIR, so the cached image
+stays as built. Exit 0 when every check passed, 1 otherwise; every check prints its figures.
 """
+import base64
 import http.client
 import json
 import os
@@ -24,7 +26,13 @@ import threading
 import time
 import urllib.request
 
-IMAGE, WORK = sys.argv[1], sys.argv[2]
+BOARD, IMAGE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+# QEMU's machine per board: the system emulator, machine and memory (raspi0 has exactly 512 MiB).
+BOARDS = {
+    "pi3b": {"qemu": "qemu-system-aarch64", "machine": "raspi3b", "memory": "1G", "name": "Pi 3B"},
+    "pi0": {"qemu": "qemu-system-arm", "machine": "raspi0", "memory": "512M", "name": "Pi Zero"},
+}
+MACHINE = BOARDS[BOARD]
 BOOT_TIMEOUT = int(os.environ.get("PI_BOOT_TIMEOUT", "1200"))
 START = time.monotonic()
 FAILURES = []
@@ -122,7 +130,7 @@ def start_prometheus(target):
     cfg = os.path.join(WORK, "prometheus.yml")
     with open(cfg, "w") as f:
         f.write("global: {scrape_interval: 5s, scrape_timeout: 5s}\n"
-                "scrape_configs:\n- job_name: pi3b\n  static_configs: [{targets: ['%s']}]\n" % target)
+                "scrape_configs:\n- job_name: %s\n  static_configs: [{targets: ['%s']}]\n" % (BOARD, target))
     proc = subprocess.Popen(["prometheus", "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(WORK, "tsdb"),
                              "--web.listen-address=127.0.0.1:%d" % port],
                             stdout=open(os.path.join(WORK, "prometheus.log"), "w"), stderr=subprocess.STDOUT)
@@ -151,7 +159,8 @@ def csd_capacity(csd_hex):
 
 
 class Guest:
-    """One QEMU raspi3b process on the card overlay, its console log and QMP socket."""
+    """One QEMU process of the board on the card overlay, its console log and QMP socket.
+    `drive` replaces the card's -drive options (the lost-writes step puts blkdebug above it)."""
 
     def __init__(self, ports):
         self.ports = ports
@@ -161,6 +170,7 @@ class Guest:
         self.serial_path = os.path.join(WORK, "console.sock")
         self.proc = None
         self.replugs = 0
+        self.drive = None
 
     def new_card(self):
         if os.path.exists(self.overlay):
@@ -172,17 +182,17 @@ class Guest:
         if os.path.exists(self.console):
             os.rename(self.console, os.path.join(WORK, "console.%d.log" % (attempt - 1)))
         fwd = ",".join("hostfwd=tcp:127.0.0.1:%d-:%d" % (h, g) for g, h in sorted(self.ports.items()))
-        cmdline = ["qemu-system-aarch64", "-M", "raspi3b", "-m", "1G",
-                   "-kernel", os.path.join(IMAGE, "Image"), "-dtb", os.path.join(IMAGE, "pi3b.dtb"),
+        cmdline = [MACHINE["qemu"], "-M", MACHINE["machine"], "-m", MACHINE["memory"],
+                   "-kernel", os.path.join(IMAGE, "Image"), "-dtb", os.path.join(IMAGE, BOARD + ".dtb"),
                    "-initrd", os.path.join(IMAGE, "initrd.gz"),
                    "-append", "console=ttyAMA0 rdinit=/init loglevel=4 systemd.show_status=auto fsck.mode=skip",
-                   "-drive", "file=%s,if=sd,format=qcow2" % self.overlay,
+                   "-drive", self.drive or "file=%s,if=sd,format=qcow2" % self.overlay,
                    "-device", "usb-net,netdev=n0,id=usbnet0", "-netdev", "user,id=n0," + fwd,
                    "-display", "none", "-monitor", "none",
                    "-chardev", "socket,id=con0,path=%s,server=on,wait=off,logfile=%s" % (self.serial_path, self.console),
                    "-serial", "chardev:con0",
                    "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path]
-        log("boot %d: the Pi 3B image (TCG): %s" % (attempt, " ".join(cmdline)))
+        log("boot %d: the %s image (TCG): %s" % (attempt, MACHINE["name"], " ".join(cmdline)))
         self.proc = subprocess.Popen(cmdline, stdout=open(os.path.join(WORK, "qemu.log"), "a"),
                                      stderr=subprocess.STDOUT)
         self.booted = time.monotonic()
@@ -351,12 +361,14 @@ def run(guest, con, ports, prom):
             break
         time.sleep(10)
 
-    # --- mmc_ios vs the guest's debugfs ---
-    ios_text = con.out("cat /sys/kernel/debug/mmc0/ios")
+    # --- mmc_ios vs the guest's debugfs (the host controller the card sits on: mmc0 on both
+    # boards here, read from sysfs rather than assumed) ---
+    host = con.out("basename $(readlink -f /sys/block/mmcblk0/device/..)").strip()
+    ios_text = con.out("cat /sys/kernel/debug/%s/ios" % host)
     ios = dict((k.strip(), v.strip()) for k, v in
                (line.split(":", 1) for line in ios_text.splitlines() if ":" in line))
     m = parse(scrape(port))
-    print("\n== mmc_ios: /sys/kernel/debug/mmc0/ios (guest) vs the exporter")
+    print("\n== mmc_ios: /sys/kernel/debug/%s/ios (guest) vs the exporter" % host)
     print("\n".join("   | " + l for l in ios_text.strip().splitlines()))
 
     def num(s):
@@ -371,7 +383,7 @@ def run(guest, con, ports, prom):
          "diskprobe_mmc_ios_signal_voltage_volts"),
     ]
     for what, want, fam in rows:
-        labels, have = one(m, fam, host="mmc0")
+        labels, have = one(m, fam, host=host)
         check("ios %s" % what, have is not None and abs(have - want) < 1e-9,
               "guest %s, exporter %s%s" % (want, have, " %s" % labels if labels and "timing" in labels else ""))
 
@@ -455,17 +467,17 @@ def run(guest, con, ports, prom):
         up = []
         while time.monotonic() < deadline:
             try:
-                up = prom_query(pport, 'up{job="pi3b"}')
+                up = prom_query(pport, 'up{job="%s"}' % BOARD)
             except OSError:
                 up = []
             if up and up[0][1] == 1:
                 break
             time.sleep(3)
-        print("\n== Prometheus on the host (job pi3b, target 127.0.0.1:%d)" % port)
+        print("\n== Prometheus on the host (job %s, target 127.0.0.1:%d)" % (BOARD, port))
         check("Prometheus scrapes the guest (up == 1)", bool(up) and up[0][1] == 1, up)
         for expr, want in [
-            ('diskprobe_mmc_ios_clock_hertz{host="mmc0"}', num(ios["clock"])),
-            ('diskprobe_mmc_ios_bus_width{host="mmc0"}', float(1 << int(num(ios["bus width"])))),
+            ('diskprobe_mmc_ios_clock_hertz{host="%s"}' % host, num(ios["clock"])),
+            ('diskprobe_mmc_ios_bus_width{host="%s"}' % host, float(1 << int(num(ios["bus width"])))),
             ('diskprobe_mmc_card_capacity_bytes{device="mmcblk0"}', float(want_cap)),
             ('count(diskprobe_mmc_card_info{device="mmcblk0",serial="%s",name="%s"})' % (files["serial"], files["name"]), 1.0),
             ('count(diskprobe_board_info{model="%s"})' % model, 1.0),
@@ -475,7 +487,7 @@ def run(guest, con, ports, prom):
             have = got[0][1] if got else None
             check("Prometheus %s" % expr, have is not None and (want is None or have == want),
                   "guest's files %s, Prometheus %s" % (want, have))
-        print("   scrape duration (Prometheus): %s s" % [v for _, v in prom_query(pport, 'scrape_duration_seconds{job="pi3b"}')])
+        print("   scrape duration (Prometheus): %s s" % [v for _, v in prom_query(pport, 'scrape_duration_seconds{job="%s"}' % BOARD)])
 
     # --- systemctl reload applies a config change: exclude mmcblk0, its block series go ---
     _, t0 = one(m, "diskprobe_config_last_reload_success_timestamp_seconds")
@@ -537,7 +549,7 @@ def run(guest, con, ports, prom):
     con.out("cp /root/config.yml.orig /etc/diskprobe_exporter/config.yml && systemctl restart diskprobe_exporter")
     wait_scrape(port, 300)
 
-    for step in (cost_step, reboot_step, eject_step):
+    for step in (throttle_step, cost_step, reboot_step, lost_writes_step, eject_step):
         try:
             step(guest, con, ports)
         except Exception as e:  # one step's failure is reported, the next still runs
@@ -598,6 +610,190 @@ def cost_step(guest, con, ports):
           (d[0] / ne[0] if ne[0] else float("nan"), d[1] / ne[1], d[2] / ne[2]))
     check("cost figures measured for both", d[0] > 0 and ne[0] > 0 and d[2] > 0 and ne[2] > 0,
           "CPU s/scrape %.4f vs %.4f, RSS %d vs %d KiB" % (d[0], ne[0], d[2], ne[2]))
+
+
+PROBE_KINDS = ("randread", "seqread", "write", "fsync", "seqwrite", "verify")
+
+
+def put_file(con, path, text):
+    """Writes `text` to `path` in the guest (base64 on the shell's one command line)."""
+    con.out("echo %s | base64 -d >%s" % (base64.b64encode(text.encode()).decode(), path))
+
+
+def probe_config(orig, settings):
+    """The package's config (text) with each probe kind's line under `defaults:` replaced:
+    `settings` {kind: flow map}; kinds not named are disabled. busy_threshold 1: the throttled
+    card is busy by design, and a skipped run is not a measurement."""
+    out, replaced = [], set()
+    for line in orig.splitlines():
+        m = re.match(r"^    (%s): \{.*\}$" % "|".join(PROBE_KINDS), line)
+        if m:
+            replaced.add(m.group(1))
+            line = "    %s: %s" % (m.group(1), settings.get(m.group(1), "{enabled: false}"))
+        elif re.match(r"^  busy_threshold: ", line):
+            line = "  busy_threshold: 1"
+        out.append(line)
+    if replaced != set(PROBE_KINDS):
+        raise RuntimeError("the package's config lacks probe lines for %s" % sorted(set(PROBE_KINDS) - replaced))
+    return "\n".join(out) + "\n"
+
+
+def restart_with(con, port, text):
+    """Installs `text` as the exporter's config, restarts the unit, waits for it to answer."""
+    put_file(con, "/etc/diskprobe_exporter/config.yml", text)
+    con.out("diskprobe_exporter --config.file=/etc/diskprobe_exporter/config.yml --config.check && "
+            "systemctl restart diskprobe_exporter")
+    if wait_scrape(port, 300) is None:
+        raise RuntimeError("the exporter did not answer after the restart")
+
+
+def wait_runs(port, probe, n, timeout):
+    """The exposition once `n` runs of `probe` on mmcblk0 ended ok (or `timeout` s passed)."""
+    deadline = time.monotonic() + timeout
+    m = {}
+    while time.monotonic() < deadline:
+        m = parse(wait_scrape(port, 60) or "")
+        if (one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe=probe, result="ok")[1] or 0) >= n:
+            break
+        time.sleep(5)
+    return m
+
+
+def throttle(guest, **limits):
+    """QEMU's I/O throttling of the SD card's drive (QMP block_set_io_throttle; 0 = no limit)."""
+    args = {k: 0 for k in ("bps", "bps_rd", "bps_wr", "iops", "iops_rd", "iops_wr")}
+    args.update(limits)
+    guest.qmp("block_set_io_throttle", device="sd0", **args)
+
+
+def fio(con, rw, bs, seconds):
+    """fio in the guest on the raw card, O_DIRECT, queue depth 1, read-only: its read section."""
+    text = con.out("fio --name=ref --filename=/dev/mmcblk0 --readonly --direct=1 --ioengine=psync "
+                   "--iodepth=1 --rw=%s --bs=%s --runtime=%d --time_based --output-format=json" %
+                   (rw, bs, seconds), timeout=seconds + 240)
+    return json.loads(text[text.index("{"):])["jobs"][0]["read"]
+
+
+# QEMU's SD card reads and writes the card 512 bytes at a time (hw/sd/sd.c: one block-layer
+# request per block), so an IOPS limit counts sectors: 400 sectors/s is 50 reads of 4 KiB per
+# second, 20 ms each. The throttle's burst (a tenth of a second's worth: 40 sectors, 5 reads) is
+# 2 % of a 256-read run and noise for fio's 20 s.
+THROTTLE_SECTORS_PER_S = 400
+THROTTLE_BYTES_PER_S = 1 << 20
+FIO_SECONDS = 20
+
+
+def throttle_step(guest, con, ports):
+    """The probes' figures against fio's in the same guest on the same card, with QEMU's drive
+    throttling as the ground truth: randread's mean latency (histogram sum / count) and
+    seqread's throughput (bytes read / time in reads), each within 10 % of fio's."""
+    port = ports[29100]
+    orig = con.out("cat /root/config.yml.orig")
+    print("\n== probes vs fio on the throttled card (QEMU block_set_io_throttle)")
+    try:
+        # randread: 4 KiB reads at QD1 under an IOPS limit.
+        throttle(guest, iops=THROTTLE_SECTORS_PER_S)
+        want = 4096 // 512 / THROTTLE_SECTORS_PER_S
+        restart_with(con, port, probe_config(orig, {"randread": "{enabled: true, interval: 20s, ops: 256, block_size: 4KiB}"}))
+        m = wait_runs(port, "randread", 2, 300)
+        _, total = one(m, "diskprobe_probe_latency_seconds_sum", device="mmcblk0", probe="randread")
+        _, count = one(m, "diskprobe_probe_latency_seconds_count", device="mmcblk0", probe="randread")
+        con.out("systemctl stop diskprobe_exporter")
+        ref = fio(con, "randread", "4k", FIO_SECONDS)
+        probe_mean = total / count if count else None
+        fio_mean = ref["lat_ns"]["mean"] / 1e9
+        print("   throttle %d sectors/s: a 4 KiB read should take %.1f ms" % (THROTTLE_SECTORS_PER_S, want * 1000))
+        print("   randread probe: %s reads, mean %.2f ms; fio: %d reads in %d s, mean %.2f ms" %
+              (count, (probe_mean or 0) * 1000, ref["total_ios"], FIO_SECONDS, fio_mean * 1000))
+        ratio = probe_mean / fio_mean if probe_mean else float("nan")
+        check("randread mean latency within 10 % of fio's", probe_mean is not None and 0.9 <= ratio <= 1.1,
+              "probe/fio %.3f (probe/throttle %.3f, fio/throttle %.3f)" %
+              (ratio, (probe_mean or 0) / want, fio_mean / want))
+
+        # seqread: 1 MiB requests under a bytes-per-second limit.
+        throttle(guest, bps=THROTTLE_BYTES_PER_S)
+        restart_with(con, port, probe_config(orig, {"seqread": "{enabled: true, interval: 20s, size: 8MiB, request_size: 1MiB}"}))
+        m = wait_runs(port, "seqread", 2, 300)
+        _, secs = one(m, "diskprobe_probe_latency_seconds_sum", device="mmcblk0", probe="seqread")
+        _, nbytes = one(m, "diskprobe_probe_read_bytes_total", device="mmcblk0", probe="seqread")
+        _, last = one(m, "diskprobe_probe_last_throughput_bytes_per_second", device="mmcblk0", probe="seqread")
+        con.out("systemctl stop diskprobe_exporter")
+        ref = fio(con, "read", "1M", FIO_SECONDS)
+        probe_bps = nbytes / secs if secs else None
+        fio_bps = float(ref["bw_bytes"])
+        print("   throttle %d B/s; seqread probe: %s B in %.2f s of reads, %.0f B/s (last run %s B/s); "
+              "fio: %d B in %d s, %.0f B/s" % (THROTTLE_BYTES_PER_S, nbytes, secs or 0, probe_bps or 0, last,
+                                               ref["io_bytes"], FIO_SECONDS, fio_bps))
+        ratio = probe_bps / fio_bps if probe_bps and fio_bps else float("nan")
+        check("seqread throughput within 10 % of fio's", probe_bps is not None and 0.9 <= ratio <= 1.1,
+              "probe/fio %.3f (probe/throttle %.3f, fio/throttle %.3f)" %
+              (ratio, (probe_bps or 0) / THROTTLE_BYTES_PER_S, fio_bps / THROTTLE_BYTES_PER_S))
+    finally:
+        throttle(guest)
+        restart_with(con, port, orig)
+
+
+def lost_writes_step(guest, con, ports):
+    """A card that drops writes and reports success, as fake and failing cards do. QEMU's SD card
+    ignores a write its block backend refuses (hw/sd/sd.c prints "sd_blk_write: write error on
+    host side" and answers the guest as usual), so with blkdebug failing every write to the data
+    blocks of the probe file, the guest's writes succeed while the card keeps the old data. The
+    guest is powered off, QEMU starts again with blkdebug between the card and its image (rules:
+    each sector of the file's blocks past its header, from `filefrag` in the guest), and the
+    verify probe must count the lost blocks while the write probe sees no error."""
+    port = ports[29100]
+    print("\n== writes lost by the card (blkdebug under QEMU's SD card): the verify probe")
+    path = "/var/lib/diskprobe_exporter/diskprobe_exporter.probe"
+    frag = con.out("filefrag -v %s" % path)
+    bs = int(re.search(r"blocks of (\d+) bytes", frag).group(1))
+    start = int(con.out("cat /sys/block/mmcblk0/mmcblk0p1/start").strip())
+    sectors = []
+    extents = re.findall(r"^\s*\d+:\s+(\d+)\.\.\s*(\d+):\s+(\d+)\.\.\s*(\d+):", frag, re.M)
+    for lo, hi, plo, phi in extents:
+        for i in range(int(lo), int(hi) + 1):
+            if i * bs < 4096:
+                continue  # the header block: the exporter's own bookkeeping, not a probe block
+            first = start + (int(plo) + i - int(lo)) * (bs // 512)
+            sectors.extend(range(first, first + bs // 512))
+    print("   probe file: %d blocks of %d B in %d extents, partition at sector %d: %d sectors refused" %
+          (len(sectors) * 512 // bs, bs, len(extents), start, len(sectors)))
+    rules = os.path.join(WORK, "lost-writes.conf")
+    with open(rules, "w") as f:
+        for sector in sectors:
+            f.write('[inject-error]\nevent = "pwritev"\niotype = "write"\nerrno = "5"\nsector = "%d"\n' % sector)
+    con.out("sync")
+    guest.stop()
+    guest.drive = ("if=sd,driver=blkdebug,config=%s,image.driver=qcow2,image.file.driver=file,"
+                   "image.file.filename=%s" % (rules, guest.overlay))
+    guest.start(99)
+    state = wait_shell(guest, con, BOOT_TIMEOUT)
+    if state != "up":
+        check("guest booted with blkdebug under the card", False, state)
+        return
+    restart_with(con, port, probe_config(con.out("cat /root/config.yml.orig"), {
+        "write": "{enabled: true, interval: 20s, ops: 8, block_size: 4KiB}",
+        "verify": "{enabled: true, interval: 20s, ops: 8}"}))
+    t0 = time.monotonic()
+    corrupt = None
+    while time.monotonic() - t0 < 420:
+        m = parse(wait_scrape(port, 60) or "")
+        _, corrupt = one(m, "diskprobe_probe_corruptions_total", device="mmcblk0")
+        if corrupt:
+            break
+        time.sleep(10)
+    _, writes_ok = one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe="write", result="ok")
+    errs = {(l["probe"], l["reason"]): v for l, v in series(m, "diskprobe_probe_errors_total") if v}
+    refused = open(os.path.join(WORK, "qemu.log"), errors="replace").read().count("sd_blk_write: write error on host side")
+    log_lines = con.out("journalctl -u diskprobe_exporter -b --no-pager -o cat | grep -i -m3 'corrupt\\|lost\\|verify' || true")
+    print("   QEMU refused %d sector writes (its log); the guest's write runs ok: %s, probe errors: %s" %
+          (refused, writes_ok, errs or "none"))
+    print("\n".join("   | " + l for l in log_lines.strip().splitlines()))
+    check("lost writes caught by the verify probe", bool(corrupt) and refused > 0,
+          "diskprobe_probe_corruptions_total %s after %.0f s, %d sector writes dropped by the card" %
+          (corrupt, time.monotonic() - t0, refused))
+    check("the guest saw no write error (the card lied)", (writes_ok or 0) >= 1 and not errs,
+          "write runs ok %s, errors %s" % (writes_ok, errs or "none"))
+    restart_with(con, port, con.out("cat /root/config.yml.orig"))
 
 
 def reboot_step(guest, con, ports):

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The packaged exporter on an emulated Raspberry Pi: QEMU's raspi3b machine (TCG, no KVM) with
-# Debian's arm64 kernel and its own SD host driver, an SD card image made from Debian's packages
-# with the project's .deb installed and systemd as init (scripts/pi-image.sh, cached), scraped
-# from the host through QEMU's usb-net with a port forward. Checks, each printing its figures
-# (tests/e2e/pi_qemu_e2e.py does the work):
+# The packaged exporter on an emulated Raspberry Pi: QEMU's raspi3b (Pi 3B: Debian arm64, its
+# arm64 kernel, the arm64 package) or raspi0 (Pi Zero, ARM1176: Debian armel, its rpi kernel, the
+# ARMv6 package) machine under TCG (no KVM), with the kernel's own SD host driver, an SD card image
+# made from Debian's packages with the project's .deb installed and systemd as init
+# (scripts/pi-image.sh, cached), scraped from the host through QEMU's usb-net with a port forward.
+# Checks, each printing its figures (tests/e2e/pi_qemu_e2e.py does the work):
 #  1. diskprobe_mmc_ios_* equal the guest's /sys/kernel/debug/mmc0/ios;
 #  2. diskprobe_mmc_card_info name/manfid/oemid/serial/date equal the guest's sysfs attributes
 #     (the kernel's CID decoding), the capacity equals the CSD decoded by the test and the block
@@ -14,16 +15,20 @@
 #  6. the packaged unit's hardening on a real systemd: the unit is active and its journal has no
 #     permission error with the default config; `systemctl reload` applies a config change;
 #  7. every probe kind runs ok on the card; a real Prometheus on the host gets the same values;
-#  8. scrape CPU time and RSS beside Debian's prometheus-node-exporter in the same guest (ratios);
-#  9. the service is back after `systemctl reboot`;
-# 10. the card ejected and re-inserted through QMP: its series go and come back, the kernel's
+#  8. with QEMU's drive throttling as the ground truth, randread's mean latency and seqread's
+#     throughput within 10 % of fio's in the same guest on the same card;
+#  9. scrape CPU time and RSS beside Debian's prometheus-node-exporter in the same guest (ratios);
+# 10. the service is back after `systemctl reboot`;
+# 11. writes the card drops while reporting success (blkdebug under QEMU's SD card, which ignores
+#     a failed host write) are caught by the verify probe, the write probe seeing no error;
+# 12. the card ejected and re-inserted through QMP: its series go and come back, the kernel's
 #     messages counted (last: the guest's root filesystem is on that card).
 # QEMU's DWC2 USB host sometimes never enumerates usb-net under TCG: the test then re-plugs it
 # through QMP and, failing that, boots again (PI_BOOT_ATTEMPTS, default 3).
-# Usage: pi_qemu_e2e.sh [BOARD] (pi3b, the default). The .deb: $PI_DEB, else scripts/build-deb.sh
-# builds it. The image cache: $DISKPROBE_PI_CACHE (default /var/cache/diskprobe-pi). Needs root,
-# qemu-system-arm, mmdebstrap, qemu-user-static (scripts/install-deps.sh pi-qemu) and Debian's
-# package archive. About 15 minutes the first time (image), then the boot and checks (see the
+# Usage: pi_qemu_e2e.sh [BOARD] (pi3b, the default, or pi0). The .deb: $PI_DEB, else
+# scripts/build-deb.sh builds it. The image cache: $DISKPROBE_PI_CACHE (default
+# /var/cache/diskprobe-pi). Needs root, qemu-system-arm, mmdebstrap, qemu-user-static
+# (scripts/install-deps.sh pi-qemu) and Debian's package archive. About 15 minutes the first time (image), then the boot and checks (see the
 # README's "A Raspberry Pi in a box"). Not in `make test`: `make test-pi-qemu`.
 # Exits 77 (skip) when QEMU is missing or not root, except under CI=true.
 set -euo pipefail
@@ -34,7 +39,12 @@ skip() {
   echo "SKIP: $*"; exit 77
 }
 [[ $(id -u) == 0 ]] || skip "needs root (binfmt_misc and mmdebstrap for the image)"
-for c in qemu-system-aarch64 qemu-img mmdebstrap qemu-aarch64-static; do
+case "$board" in
+  pi3b) tools="qemu-system-aarch64 qemu-aarch64-static" ;;
+  pi0) tools="qemu-system-arm qemu-arm-static" ;;
+  *) echo "usage: $0 [pi3b|pi0]" >&2; exit 2 ;;
+esac
+for c in $tools qemu-img mmdebstrap; do
   command -v "$c" >/dev/null || skip "$c missing (scripts/install-deps.sh pi-qemu)"
 done
 start=$SECONDS
@@ -43,7 +53,7 @@ echo "image $image ready after $((SECONDS - start)) s"
 work=$(mktemp -d "${TMPDIR:-/tmp}/diskprobe-pi-e2e.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 rc=0
-python3 "$here/pi_qemu_e2e.py" "$image" "$work" || rc=$?
+python3 "$here/pi_qemu_e2e.py" "$board" "$image" "$work" || rc=$?
 if (( rc != 0 )); then
   echo "--- console.log (tail) ---"; tail -n 80 "$work/console.log" 2>/dev/null || true
   echo "--- qemu.log ---"; cat "$work/qemu.log" 2>/dev/null || true
