@@ -104,12 +104,15 @@ test-sata-qemu: configure
 	cmake --build $(BUILD) -j $(JOBS) --target diskprobe_exporter
 	tests/e2e/sata_qemu_e2e.sh $(BUILD)/diskprobe_exporter
 
-# The packaged exporter on an emulated Raspberry Pi 3B (QEMU raspi3b, Debian's arm64 kernel and SD
-# host driver, systemd, the .deb from scripts/build-deb.sh or PI_DEB): image made once and cached
-# (scripts/pi-image.sh), then a TCG boot and the checks; README "A Raspberry Pi in a box".
+# The packaged exporter on an emulated Raspberry Pi: PI_BOARD=pi3b (QEMU raspi3b, Debian arm64 and
+# its kernel, the arm64 package) or pi0 (raspi0, the Pi Zero's ARM1176: Debian armel, its rpi
+# kernel, the ARMv6 package); systemd, the kernel's SD host driver, the .deb from
+# scripts/build-deb.sh or PI_DEB: image made once and cached (scripts/pi-image.sh), then a TCG boot
+# and the checks; README "A Raspberry Pi in a box". .ci/run runs pi3b.
+PI_BOARD ?= pi3b
 test-pi-qemu:
 	scripts/install-deps.sh pi-qemu
-	tests/e2e/pi_qemu_e2e.sh pi3b
+	tests/e2e/pi_qemu_e2e.sh $(PI_BOARD)
 
 # Cost of a scrape beside node_exporter; impact and CPU cost of the probes beside fio on an
 # emulated card (root, FUSE and loop devices needed). tests/bench/README.md

@@ -333,7 +333,7 @@ def run(guest, con, ports, prom):
     port = ports[29100]
     boot = guest.booted
     print(con.out("uname -a; cat /proc/cpuinfo | grep -m1 -i 'model name\\|CPU part'; "
-                  "dpkg-query -W diskprobe-exporter systemd").strip())
+                  "dpkg-query -W 'diskprobe-exporter*' systemd").strip())
 
     # The service, then the network path from the host.
     deadline = time.monotonic() + 900
