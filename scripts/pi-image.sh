@@ -173,7 +173,8 @@ fi
 # would never appear (QEMU's devices need no power-on).
 if [ "$board" = pi0 ]; then
   pm=/soc/watchdog@7e100000
-  fdtput -t x "$work/$board.dtb" "$pm" reg "$(fdtget -t x "$work/$board.dtb" "$pm" reg | cut -d' ' -f1-2)"
+  # shellcheck disable=SC2046 # the two cells, address and size, as two words
+  fdtput -t x "$work/$board.dtb" "$pm" reg $(fdtget -t x "$work/$board.dtb" "$pm" reg | cut -d' ' -f1-2)
   fdtput -t s "$work/$board.dtb" "$pm" reg-names pm
   fdtput -t s "$work/$board.dtb" /soc/power status disabled
   power=$(printf '0x%02x' "$(fdtget -t u "$work/$board.dtb" /soc/power phandle)")
