@@ -28,8 +28,9 @@
 # Usage: pi_qemu_e2e.sh [BOARD] (pi3b, the default, or pi0). The .deb: $PI_DEB, else
 # scripts/build-deb.sh builds it. The image cache: $DISKPROBE_PI_CACHE (default
 # /var/cache/diskprobe-pi). Needs root, qemu-system-arm, mmdebstrap, qemu-user-static
-# (scripts/install-deps.sh pi-qemu) and Debian's package archive. About 15 minutes the first time (image), then the boot and checks (see the
-# README's "A Raspberry Pi in a box"). `make test-pi-qemu`; .ci/run runs pi3b as a stage.
+# (scripts/install-deps.sh pi-qemu) and Debian's package archive. The image 3-15 minutes the
+# first time, then the boot and checks, about 10 minutes (the README's "A Raspberry Pi in a
+# box"). `make test-pi-qemu`; .ci/run runs pi3b as a stage.
 # Exits 77 (skip) when QEMU is missing or not root, except under CI=true.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
