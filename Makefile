@@ -104,11 +104,12 @@ test-sata-qemu: configure
 	cmake --build $(BUILD) -j $(JOBS) --target diskprobe_exporter
 	tests/e2e/sata_qemu_e2e.sh $(BUILD)/diskprobe_exporter
 
-# The packaged exporter on an emulated Raspberry Pi: PI_BOARD=pi3b (QEMU raspi3b, Debian arm64 and
-# its kernel, the arm64 package) or pi0 (raspi0, the Pi Zero's ARM1176: Debian armel, its rpi
-# kernel, the ARMv6 package); systemd, the kernel's SD host driver, the .deb from
-# scripts/build-deb.sh or PI_DEB: image made once and cached (scripts/pi-image.sh), then a TCG boot
-# and the checks; README "A Raspberry Pi in a box". .ci/run runs pi3b.
+# The packaged exporter on an emulated Raspberry Pi, a row of scripts/pi-boards.tsv: PI_BOARD=pi3b
+# (QEMU raspi3b, Debian 13 arm64 and its kernel, the arm64 package) or pi0 (raspi0, the Pi Zero's
+# ARM1176: Debian 12 armel, its rpi kernel, the ARMv6 package); PI_SUITE=bookworm|trixie picks the
+# other Debian; systemd, the kernel's SD host driver, the .deb from scripts/build-deb.sh or PI_DEB:
+# image made once and cached (scripts/pi-image.sh), then a TCG boot and the checks; README "A
+# Raspberry Pi in a box". .ci/run runs both boards.
 PI_BOARD ?= pi3b
 test-pi-qemu:
 	scripts/install-deps.sh pi-qemu

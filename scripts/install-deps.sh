@@ -8,7 +8,7 @@
 #   scripts/install-deps.sh fuzz    # build + clang 14 and libFuzzer (make fuzz; the default build stays g++)
 #   scripts/install-deps.sh qemu    # build + QEMU (x86 system), nvme-cli and smartmontools for make test-nvme-qemu
 #                                   # and make test-sata-qemu
-#   scripts/install-deps.sh pi-qemu # matrix + QEMU (arm system), mmdebstrap for make test-pi-qemu
+#   scripts/install-deps.sh pi-qemu # armv6 + QEMU (arm system), mmdebstrap for make test-pi-qemu
 #   scripts/install-deps.sh armv6   # cross + Debian's armel compiler, for the static ARMv6 build (make test-armv6)
 #   scripts/install-deps.sh matrix  # cross + armv6 + what make matrix / make repo need (debootstrap, hardening-check,
 #                                   # apt-ftparchive, gpg)
@@ -50,8 +50,9 @@ qemu_pkgs=(qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu fdisk cpio nvme
 # The emulated Pi test (tests/e2e/pi_qemu_e2e.sh, scripts/pi-image.sh): qemu-system-aarch64 and
 # qemu-img, the arm64 root made by mmdebstrap (arch-test: which architectures run here) with its
 # maintainer scripts under qemu-user, sfdisk and mkfs.ext4 for the card, cpio for the initramfs,
-# fdtput (device-tree-compiler) for the dtb; the .deb from the package matrix.
-pi_qemu_pkgs=("${cross_pkgs[@]}" qemu-system-arm qemu-utils mmdebstrap arch-test fdisk e2fsprogs cpio kmod
+# fdtput (device-tree-compiler) for the dtb; the .deb from the package matrix (the armel compiler
+# of the ARMv6 build for the Pi Zero's package).
+pi_qemu_pkgs=("${armv6_pkgs[@]}" qemu-system-arm qemu-utils mmdebstrap arch-test fdisk e2fsprogs cpio kmod
               python3 debootstrap devscripts apt-utils file device-tree-compiler)
 # The package matrix and the apt repository (make matrix, make repo, make test-repo; docs/packaging.md):
 # build roots and clean roots of each suite (debootstrap), hardening-check (devscripts), the

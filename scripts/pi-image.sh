@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # An SD card image of a Raspberry Pi board for QEMU, made from Debian's packages only:
-#   scripts/pi-image.sh pi3b|pi0 [output directory]
-# Boards: pi3b (QEMU raspi3b, BCM2837, Cortex-A53): Debian arm64, linux-image-arm64, the
-# diskprobe-exporter arm64 package; pi0 (QEMU raspi0, BCM2835, ARM1176): Debian armel (ARMv5TE
-# user space, which runs on ARMv6), linux-image-rpi (Debian's kernel for the BCM2835 boards), and
-# diskprobe-exporter-armv6, the package Raspberry Pi OS 32-bit installs on a Zero (Architecture
-# armhf, static: dpkg takes it in the armel root with armhf added as a foreign architecture).
+#   scripts/pi-image.sh BOARD [output directory]      (PI_SUITE: bookworm or trixie; default: the board's)
+# The boards are the rows of scripts/pi-boards.tsv: pi3b (QEMU raspi3b, BCM2837, Cortex-A53):
+# Debian arm64, linux-image-arm64, the diskprobe-exporter arm64 package; pi0 (QEMU raspi0,
+# BCM2835, ARM1176): Debian armel (ARMv5TE user space, which runs on ARMv6), linux-image-rpi
+# (Debian's kernel for the BCM2835 boards), and diskprobe-exporter-armv6, the package Raspberry
+# Pi OS 32-bit installs on a Zero (Architecture armhf, static: dpkg takes it in the armel root
+# with armhf added as a foreign architecture).
 # Output directory (default ${DISKPROBE_PI_CACHE:-/var/cache/diskprobe-pi}/<board>-<suite>):
 #   card.img   2 GiB (QEMU's SD card wants a power of two), MBR, partition 1 ext4 = the root:
 #              Debian <suite> <arch> (mmdebstrap, minbase + systemd-sysv, udev, kmod, iproute2,
@@ -18,10 +19,12 @@
 #              kernel), mounts mmcblk0p1 and switch_roots to systemd;
 #   root/      the root filesystem as a directory, with root.stamp (the .deb's sha256, suite,
 #              package list): made anew only when one of those changes;
-#   stamp      what the image was made from (root.stamp and this script's sha256): a second
-#              run with the same inputs returns at once; a new .deb or script makes it anew.
-# The .deb: $PI_DEB if set, else scripts/build-deb.sh <suite> <arch> (its build tree and sysroot
-# in $DISKPROBE_CACHE, default /var/cache/diskprobe-build).
+#   stamp      what the image was made from (root.stamp, the sha256 of this script and the board
+#              table): a second run with the same inputs returns at once; a new .deb, script or
+#              board row makes it anew.
+# The .deb: $PI_DEB if set (built for the same suite: its version ends ~deb12 for bookworm,
+# ~deb13 for trixie), else scripts/build-deb.sh <suite> <build> (its build tree and sysroot in
+# $DISKPROBE_CACHE, default /var/cache/diskprobe-build).
 # The guest: root without password, a root shell on TCP port 29101 for the test (one command
 # per connection); usb0 (QEMU's usb-net) gets 10.0.2.15/24 from systemd-networkd, as QEMU's user network
 # expects; apt timers and wait-online masked (a TCG boot is slow enough).
@@ -33,34 +36,66 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
-board=${1:?usage: pi-image.sh pi3b|pi0 [output directory]}
-suite=${PI_SUITE:-bookworm}
-# Per board: the Debian architecture of the root, the package's build (scripts/build-deb.sh's
-# name for it) and file, the kernel metapackage, the dtb inside the kernel package, and the
-# binfmt_misc magic/mask of the root's ELF programs (for the second stage under qemu-user).
-case "$board" in
-  pi3b) arch=arm64 build=arm64 debglob='diskprobe-exporter_*_arm64.deb' kmeta=linux-image-arm64
-        dtb=broadcom/bcm2837-rpi-3-b.dtb qemu_user=qemu-aarch64-static
-        magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
-        mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
-  pi0)  arch=armel build=armv6 debglob='diskprobe-exporter-armv6_*_armhf.deb' kmeta=linux-image-rpi
-        dtb=bcm2835-rpi-zero.dtb qemu_user=qemu-arm-static
-        magic='\x7fELF\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x28\x00'
-        mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
-  *) echo "pi-image: unsupported board $board (pi3b, pi0)" >&2; exit 2 ;;
+board=${1:?usage: pi-image.sh BOARD [output directory] (scripts/pi-boards.tsv: pi3b, pi0)}
+# The board's row: root architecture, package build and name, kernel metapackage and dtb,
+# qemu-user, the dtb's trimming (scripts/pi-boards.tsv).
+. scripts/pi-boards.sh
+pi_board "$board" || exit 2
+suite=${PI_SUITE:-$board_suite}
+arch=$board_arch build=$board_build kmeta=$board_kernel dtb=$board_dtb qemu_user=$board_qemu_user
+# binfmt_misc magic/mask of the root's ELF programs (for the second stage under qemu-user): by
+# ELF class and machine, i.e. by the qemu-user emulator.
+case "$qemu_user" in
+  qemu-aarch64-static)
+    magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
+    mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
+  qemu-arm-static)
+    magic='\x7fELF\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x28\x00'
+    mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff' ;;
+  *) echo "pi-image: no binfmt_misc magic for $qemu_user" >&2; exit 2 ;;
 esac
 cache=${DISKPROBE_PI_CACHE:-/var/cache/diskprobe-pi}
 out=$(realpath -m "${2:-$cache/$board-$suite}")
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 log() { printf '[pi-image %s] %s\n' "$(date +%T)" "$*" >&2; }
+# The dtb trimmings (scripts/pi-boards.tsv's dtb_fix column), each: FUNCTION DTB, in place.
+# bcm2835_pm (BCM2835: Pi Zero, Pi 1): Debian's kernel panics in bcm2835_pm_probe on QEMU's raspi0
+# as the dtb stands. The PM block's node keeps only its "pm" registers: without "asb" the kernel's
+# PM driver adds the watchdog (the SoC's reset, which QEMU emulates: `reboot` works) and no
+# power-domain driver. The firmware's power-domain node (/soc/power) is disabled, and with it
+# every reference to it: the USB controller (dwc2) would wait for that provider forever and
+# usb-net would never appear (QEMU's devices need no power-on).
+bcm2835_pm() {
+  local dtb=$1 pm=/soc/watchdog@7e100000 power
+  # shellcheck disable=SC2046 # the two cells, address and size, as two words
+  fdtput -t x "$dtb" "$pm" reg $(fdtget -t x "$dtb" "$pm" reg | cut -d' ' -f1-2)
+  fdtput -t s "$dtb" "$pm" reg-names pm
+  fdtput -t s "$dtb" /soc/power status disabled
+  power=$(printf '0x%02x' "$(fdtget -t u "$dtb" /soc/power phandle)")
+  dtc -q -I dtb -O dts "$dtb" >"$dtb.dts"
+  log "dtb: $pm reg $(fdtget -t x "$dtb" "$pm" reg) (pm only); /soc/power disabled and its" \
+    "power-domains ($power) dropped from $(grep -c "power-domains = <$power " "$dtb.dts") nodes"
+  sed -i "/power-domains = <$power /d" "$dtb.dts"
+  dtc -q -I dts -O dtb -o "$dtb" "$dtb.dts"
+  rm -f "$dtb.dts"
+}
 
 deb=${PI_DEB:-}
 if [ -z "$deb" ]; then
   log "building the $suite $build package (scripts/build-deb.sh)"
-  scripts/build-deb.sh "$suite" "$build" "$cache/debs" >&2
-  deb=$(ls -t "$cache"/debs/$debglob | head -n1)
+  scripts/build-deb.sh "$suite" "$build" "$cache/debs-$suite" >&2
+  deb=$(ls -t "$cache/debs-$suite/${board_package}_"*.deb | head -n1)
 fi
 deb=$(realpath "$deb")
+# The package's Depends name the libraries of the suite it was built for (~deb12: bookworm,
+# ~deb13: trixie): in the other suite's root they do not exist.
+case "$(dpkg-deb -f "$deb" Version)" in
+  *~deb12) deb_suite=bookworm ;; *~deb13) deb_suite=trixie ;; *) deb_suite=$suite ;;
+esac
+if [ "$deb_suite" != "$suite" ]; then
+  echo "pi-image: $(basename "$deb") is built for $deb_suite, the image is $suite (PI_SUITE=$deb_suite)" >&2
+  exit 2
+fi
 # The Debian part of the root: systemd as init, udev and kmod (they load the USB network
 # modules), iproute2, busybox for the initramfs, and the .deb's Depends (first alternative), so
 # the .deb itself installs with dpkg -i afterwards and the Debian part is cached across .debs.
@@ -69,7 +104,7 @@ deps=$(dpkg-deb -f "$deb" Depends Pre-Depends | sed 's/^[A-Za-z-]*: //' | tr ','
 packages=systemd-sysv,udev,kmod,iproute2,busybox-static,fio,$deps
 deb_sum=$(sha256sum <"$deb" | cut -d' ' -f1)
 root_key="suite $suite arch $arch packages $packages"
-key="$root_key deb $deb_sum script $(sha256sum <"$0" | cut -d' ' -f1)"
+key="$root_key deb $deb_sum script $(cat "$0" scripts/pi-boards.tsv scripts/pi-boards.sh | sha256sum | cut -d' ' -f1)"
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$key" ] && [ -f "$out/card.img" ]; then
   log "up to date: $out ($(basename "$deb"))"
   echo "$out"
@@ -165,24 +200,8 @@ cp "$work/kernel/usr/lib/linux-image-$kver/$dtb" "$work/$board.dtb"
 if fdtget -l "$work/$board.dtb" /soc/serial@7e201000 2>/dev/null | grep -qx bluetooth; then
   fdtput -r "$work/$board.dtb" /soc/serial@7e201000/bluetooth
 fi
-# BCM2835 (pi0): Debian's kernel panics in bcm2835_pm_probe on QEMU's raspi0 as the dtb stands.
-# The PM block's node keeps only its "pm" registers: without "asb" the kernel's PM driver adds
-# the watchdog (the SoC's reset, which QEMU emulates: `reboot` works) and no power-domain
-# driver. The firmware's power-domain node (/soc/power) is disabled, and with it every
-# reference to it: the USB controller (dwc2) would wait for that provider forever and usb-net
-# would never appear (QEMU's devices need no power-on).
-if [ "$board" = pi0 ]; then
-  pm=/soc/watchdog@7e100000
-  # shellcheck disable=SC2046 # the two cells, address and size, as two words
-  fdtput -t x "$work/$board.dtb" "$pm" reg $(fdtget -t x "$work/$board.dtb" "$pm" reg | cut -d' ' -f1-2)
-  fdtput -t s "$work/$board.dtb" "$pm" reg-names pm
-  fdtput -t s "$work/$board.dtb" /soc/power status disabled
-  power=$(printf '0x%02x' "$(fdtget -t u "$work/$board.dtb" /soc/power phandle)")
-  dtc -q -I dtb -O dts "$work/$board.dtb" >"$work/$board.dts"
-  log "dtb: $pm reg $(fdtget -t x "$work/$board.dtb" "$pm" reg) (pm only); /soc/power disabled and its" \
-    "power-domains ($power) dropped from $(grep -c "power-domains = <$power " "$work/$board.dts") nodes"
-  sed -i "/power-domains = <$power /d" "$work/$board.dts"
-  dtc -q -I dts -O dtb -o "$work/$board.dtb" "$work/$board.dts"
+if [ "$board_dtb_fix" != - ]; then
+  "$board_dtb_fix" "$work/$board.dtb"
 fi
 
 # The guest's setup for the test: a serial root shell, usb0's address, a short boot.

@@ -27,11 +27,17 @@ import time
 import urllib.request
 
 BOARD, IMAGE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-# QEMU's machine per board: the system emulator, machine and memory (raspi0 has exactly 512 MiB).
-BOARDS = {
-    "pi3b": {"qemu": "qemu-system-aarch64", "machine": "raspi3b", "memory": "1G", "name": "Pi 3B"},
-    "pi0": {"qemu": "qemu-system-arm", "machine": "raspi0", "memory": "512M", "name": "Pi Zero"},
-}
+
+
+def read_boards():
+    """scripts/pi-boards.tsv: {board: {column: value}}, the table pi-image.sh made the image from
+    (QEMU's system emulator, machine and memory are read here)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "pi-boards.tsv")
+    rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip() and not l.startswith("#")]
+    return {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+
+
+BOARDS = read_boards()
 MACHINE = BOARDS[BOARD]
 BOOT_TIMEOUT = int(os.environ.get("PI_BOOT_TIMEOUT", "1200"))
 START = time.monotonic()

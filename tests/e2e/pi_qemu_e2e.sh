@@ -40,12 +40,9 @@ skip() {
   echo "SKIP: $*"; exit 77
 }
 [[ $(id -u) == 0 ]] || skip "needs root (binfmt_misc and mmdebstrap for the image)"
-case "$board" in
-  pi3b) tools="qemu-system-aarch64 qemu-aarch64-static" ;;
-  pi0) tools="qemu-system-arm qemu-arm-static" ;;
-  *) echo "usage: $0 [pi3b|pi0]" >&2; exit 2 ;;
-esac
-for c in $tools qemu-img mmdebstrap; do
+. "$here/../../scripts/pi-boards.sh"
+pi_board "$board" || exit 2
+for c in "$board_qemu" "$board_qemu_user" qemu-img mmdebstrap; do
   command -v "$c" >/dev/null || skip "$c missing (scripts/install-deps.sh pi-qemu)"
 done
 start=$SECONDS
