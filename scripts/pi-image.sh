@@ -183,7 +183,10 @@ dpkg-query --admindir="$root/var/lib/dpkg" -W "$(dpkg-deb -f "$deb" Package)" sy
 dpkg -x "$kdeb" "$work/kernel"
 rm -rf "$root/lib/modules"
 mkdir -p "$root/lib/modules"
-cp -a "$work/kernel/lib/modules/$kver" "$root/lib/modules/"
+# Debian 12's kernel packages ship them in /lib/modules, Debian 13's in /usr/lib/modules.
+kmods=$work/kernel/lib/modules/$kver
+[ -d "$kmods" ] || kmods=$work/kernel/usr/lib/modules/$kver
+cp -a "$kmods" "$root/lib/modules/"
 # Drivers no emulated Pi needs, to keep the card small.
 (cd "$root/lib/modules/$kver/kernel" && rm -rf drivers/gpu drivers/media drivers/net/wireless \
   drivers/net/ethernet drivers/infiniband drivers/staging sound net/wireless net/mac80211 drivers/scsi/*/)
