@@ -446,8 +446,18 @@ def run(guest, con, ports, prom):
         (6, "diskprobe_block_written_bytes_total", 512), (7, "diskprobe_block_write_time_seconds_total", 0.001),
         (8, "diskprobe_block_io_now", 1), (9, "diskprobe_block_io_time_seconds_total", 0.001),
         (10, "diskprobe_block_io_time_weighted_seconds_total", 0.001),
+        # Discards from kernel 4.18, flushes from 5.5 (Documentation/block/stat.rst): both kernels here.
+        (11, "diskprobe_block_discards_completed_total", 1), (12, "diskprobe_block_discards_merged_total", 1),
+        (13, "diskprobe_block_discarded_bytes_total", 512), (14, "diskprobe_block_discard_time_seconds_total", 0.001),
+        (15, "diskprobe_block_flushes_completed_total", 1), (16, "diskprobe_block_flush_time_seconds_total", 0.001),
     ]
+    check("stat has the fields of this kernel", len(before) in (11, 15, 17) and len(before) == len(after),
+          "%d fields" % len(before))
     for i, fam, scale in stat_rows:
+        if i >= len(before):
+            _, have = one(m, fam, device="mmcblk0")
+            check("stat field %d %s absent (this kernel has %d)" % (i + 1, fam, len(before)), have is None, have)
+            continue
         _, have = one(m, fam, device="mmcblk0")
         lo, hi = min(before[i], after[i]) * scale, max(before[i], after[i]) * scale
         if fam == "diskprobe_block_io_now":
