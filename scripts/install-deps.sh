@@ -51,9 +51,9 @@ qemu_pkgs=(qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu fdisk cpio nvme
 # qemu-img, the arm64 root made by mmdebstrap (arch-test: which architectures run here) with its
 # maintainer scripts under qemu-user, sfdisk and mkfs.ext4 for the card, cpio for the initramfs,
 # fdtput (device-tree-compiler) for the dtb; the .deb from the package matrix (the armel compiler
-# of the ARMv6 build for the Pi Zero's package).
+# of the ARMv6 build for the Pi Zero's package), Prometheus on the host scraping the guest.
 pi_qemu_pkgs=("${armv6_pkgs[@]}" qemu-system-arm qemu-utils mmdebstrap arch-test fdisk e2fsprogs cpio kmod
-              python3 debootstrap devscripts apt-utils file device-tree-compiler)
+              python3 debootstrap devscripts apt-utils file device-tree-compiler prometheus)
 # The package matrix and the apt repository (make matrix, make repo, make test-repo; docs/packaging.md):
 # build roots and clean roots of each suite (debootstrap), hardening-check (devscripts), the
 # repository's indexes (apt-ftparchive in apt-utils) and signature (gpg), nspawn to boot a root.

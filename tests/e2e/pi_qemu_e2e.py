@@ -477,6 +477,8 @@ def run(guest, con, ports, prom):
         "systemd-analyze security diskprobe_exporter --no-pager 2>&1 | tail -1").strip())
 
     # --- a real Prometheus on the host scraped the guest: the same facts arrive there ---
+    check("Prometheus on the host (Debian's prometheus, scripts/install-deps.sh pi-qemu)", prom is not None,
+          "running on 127.0.0.1:%d" % prom[1] if prom else "prometheus not found: its checks cannot run")
     if prom:
         pport = prom[1]
         deadline = time.monotonic() + 120
