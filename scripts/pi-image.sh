@@ -11,8 +11,7 @@
 #   card.img   2 GiB (QEMU's SD card wants a power of two), MBR, partition 1 ext4 = the root:
 #              Debian <suite> <arch> (mmdebstrap, minbase + systemd-sysv, udev, kmod, iproute2,
 #              fio for the test's reference measurements and the .deb's Depends), systemd as
-#              init, the project's .deb installed with dpkg -i, the kernel's modules (udev loads
-#              dwc2 + cdc_ether for usb0);
+#              init, the project's .deb installed with dpkg -i, the kernel's modules;
 #   Image, <board>.dtb, initrd.gz   for qemu -kernel/-dtb/-initrd: Debian's kernel (dpkg -x,
 #              never installed on this machine; Image is the arm64 Image or the armel zImage),
 #              and a busybox initramfs that loads the SD host drivers (modules in Debian's
@@ -28,19 +27,26 @@
 # The guest: root without password, a root shell on TCP port 29101 for the test (one command
 # per connection); usb0 (QEMU's usb-net) gets 10.0.2.15/24 from systemd-networkd, as QEMU's user network
 # expects; apt timers and wait-online masked (a TCG boot is slow enough).
-# Needs root: the second stage of the root filesystem runs arm64 maintainer scripts under
+# Needs root: the second stage of the root filesystem runs the target's maintainer scripts under
 # qemu-user, which needs a binfmt_misc handler. If none is registered for the architecture, this
 # script registers its own under a private name (diskprobe-pi-<arch>) for the build only and
 # removes it on exit, so the machine's other users see no change afterwards.
 # Packages: scripts/install-deps.sh pi-qemu.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-src=$PWD
+# Paths given relative to where it was started, resolved before the cd to the repository.
+self=$(realpath "$0")
+[ -z "${PI_DEB:-}" ] || PI_DEB=$(realpath "$PI_DEB")
+[ -z "${2:-}" ] || set -- "$1" "$(realpath -m "$2")"
+cd "$(dirname "$self")/.."
 board=${1:?usage: pi-image.sh BOARD [output directory] (scripts/pi-boards.tsv: pi3b, pi0)}
 # The board's row: root architecture, package build and name, kernel metapackage and dtb,
 # qemu-user, the dtb's trimming (scripts/pi-boards.tsv).
 . scripts/pi-boards.sh
 pi_board "$board" || exit 2
+if [ "$(id -u)" != 0 ]; then
+  echo "pi-image: needs root (chroot and a binfmt_misc handler for the root's second stage, the cache in /var/cache)" >&2
+  exit 2
+fi
 suite=${PI_SUITE:-$board_suite}
 arch=$board_arch build=$board_build kmeta=$board_kernel dtb=$board_dtb qemu_user=$board_qemu_user
 # binfmt_misc magic/mask of the root's ELF programs (for the second stage under qemu-user): by
@@ -86,11 +92,18 @@ if [ -z "$deb" ]; then
   scripts/build-deb.sh "$suite" "$build" "$cache/debs-$suite" >&2
   deb=$(ls -t "$cache/debs-$suite/${board_package}_"*.deb | head -n1)
 fi
+[ -f "$deb" ] || { echo "pi-image: no package at $deb" >&2; exit 2; }
 deb=$(realpath "$deb")
 # The package's Depends name the libraries of the suite it was built for (~deb12: bookworm,
-# ~deb13: trixie): in the other suite's root they do not exist.
+# ~deb13: trixie): in the other suite's root they do not exist. A version without the suffix
+# (make test-cross builds one) says nothing about it: PI_SUITE must then name the suite.
 case "$(dpkg-deb -f "$deb" Version)" in
-  *~deb12) deb_suite=bookworm ;; *~deb13) deb_suite=trixie ;; *) deb_suite=$suite ;;
+  *~deb12) deb_suite=bookworm ;; *~deb13) deb_suite=trixie ;;
+  *) if [ -z "${PI_SUITE:-}" ]; then
+       echo "pi-image: $(basename "$deb")'s version names no Debian release (~deb12, ~deb13): set PI_SUITE to the one it was built for (make test-cross builds against bookworm)" >&2
+       exit 2
+     fi
+     deb_suite=$suite ;;
 esac
 if [ "$deb_suite" != "$suite" ]; then
   echo "pi-image: $(basename "$deb") is built for $deb_suite, the image is $suite (PI_SUITE=$deb_suite)" >&2
@@ -104,7 +117,7 @@ deps=$(dpkg-deb -f "$deb" Depends Pre-Depends | sed 's/^[A-Za-z-]*: //' | tr ','
 packages=systemd-sysv,udev,kmod,iproute2,busybox-static,fio,$deps
 deb_sum=$(sha256sum <"$deb" | cut -d' ' -f1)
 root_key="suite $suite arch $arch packages $packages"
-key="$root_key deb $deb_sum script $(cat "$0" scripts/pi-boards.tsv scripts/pi-boards.sh | sha256sum | cut -d' ' -f1)"
+key="$root_key deb $deb_sum script $(cat "$self" scripts/pi-boards.tsv scripts/pi-boards.sh | sha256sum | cut -d' ' -f1)"
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$key" ] && [ -f "$out/card.img" ]; then
   log "up to date: $out ($(basename "$deb"))"
   echo "$out"
@@ -179,7 +192,7 @@ chroot "$root" dpkg -i /tmp/node-exporter.deb >&2
 rm -f "$root/tmp/node-exporter.deb"
 dpkg-query --admindir="$root/var/lib/dpkg" -W "$(dpkg-deb -f "$deb" Package)" systemd fio >&2
 
-# The kernel's modules (udev loads the USB network drivers from here) and its image and dtb.
+# The kernel's modules and its image and dtb.
 dpkg -x "$kdeb" "$work/kernel"
 rm -rf "$root/lib/modules"
 mkdir -p "$root/lib/modules"
@@ -272,7 +285,7 @@ ExecStart=/usr/local/sbin/usb-net-watch
 WantedBy=multi-user.target
 EOF
 # A root getty on the serial console, for the test's diagnostics when the network is missing.
-# The dtb's Bluetooth node under the PL011 is removed (below), as a guess at why no userspace
+# The dtb's Bluetooth node under the PL011 is removed (above), as a guess at why no userspace
 # output ever showed on ttyAMA0 (with that node the kernel may hand the UART to the Bluetooth
 # driver); not yet seen to work: the boots since had their network.
 mkdir -p "$root/etc/systemd/system/serial-getty@ttyAMA0.service.d"
