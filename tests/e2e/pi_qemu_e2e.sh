@@ -21,16 +21,21 @@
 # 10. the service is back after `systemctl reboot`;
 # 11. writes the card drops while reporting success (blkdebug under QEMU's SD card, which ignores
 #     a failed host write) are caught by the verify probe, the write probe seeing no error;
-# 12. the card ejected and re-inserted through QMP: its series go and come back, the kernel's
-#     messages counted (last: the guest's root filesystem is on that card).
-# QEMU's DWC2 USB host sometimes never enumerates usb-net under TCG: the test then re-plugs it
-# through QMP and, failing that, boots again (PI_BOOT_ATTEMPTS, default 3).
-# Usage: pi_qemu_e2e.sh [BOARD] (pi3b, the default, or pi0). The .deb: $PI_DEB, else
-# scripts/build-deb.sh builds it. The image cache: $DISKPROBE_PI_CACHE (default
-# /var/cache/diskprobe-pi). Needs root, qemu-system-arm, mmdebstrap, qemu-user-static
-# (scripts/install-deps.sh pi-qemu) and Debian's package archive. The image 3-15 minutes the
-# first time, then the boot and checks, about 10 minutes (the README's "A Raspberry Pi in a
-# box"). `make test-pi-qemu`; .ci/run runs pi3b as a stage.
+# 12. the card ejected through QMP while the probes run on it (last: the guest's root filesystem
+#     is on that card): the exporter keeps answering, the kernel's messages are counted, and
+#     either the card's series go and come back after re-insertion, or the guest kernel's SD host
+#     driver crashed on the vanished card (its oops shown) and the probes report the card's errors.
+# QEMU's DWC2 USB host sometimes never enumerates usb-net under TCG: the test then boots again
+# (PI_BOOT_ATTEMPTS, default 3; PI_USB_REPLUGS re-plugs it through QMP first, none by default).
+# Usage: pi_qemu_e2e.sh [BOARD] (a row of scripts/pi-boards.tsv: pi3b, the default, or pi0). The
+# .deb: $PI_DEB, else scripts/build-deb.sh builds it; the Debian release: $PI_SUITE, else the
+# board's. The image cache: $DISKPROBE_PI_CACHE (default /var/cache/diskprobe-pi). Needs root,
+# QEMU, mmdebstrap, qemu-user-static, Prometheus (scripts/install-deps.sh pi-qemu) and Debian's
+# package archive. The image 3-8 minutes the first time (plus a Debian 13 build root the first
+# time the Pi 3B's package is built on a Debian 12 machine), then the boot and checks, 10-15
+# minutes (the README's "A Raspberry Pi in a box"). `make test-pi-qemu`; .ci/run runs both.
+# PI_STEPS=eject (a comma list of throttle, cost, reboot, lost_writes, eject) runs only those of
+# the later steps, while working on one.
 # Exits 77 (skip) when QEMU is missing or not root, except under CI=true.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,23 +44,29 @@ skip() {
   if [[ "${CI:-}" == "true" ]]; then echo "FAIL (CI=true): $*" >&2; exit 1; fi
   echo "SKIP: $*"; exit 77
 }
-[[ $(id -u) == 0 ]] || skip "needs root (binfmt_misc and mmdebstrap for the image)"
 . "$here/../../scripts/pi-boards.sh"
 pi_board "$board" || exit 2
-for c in "$board_qemu" "$board_qemu_user" qemu-img mmdebstrap; do
+[[ $(id -u) == 0 ]] || skip "needs root (binfmt_misc and mmdebstrap for the image)"
+for c in "$board_qemu" "$board_qemu_user" qemu-img mmdebstrap prometheus; do
   command -v "$c" >/dev/null || skip "$c missing (scripts/install-deps.sh pi-qemu)"
 done
 start=$SECONDS
 image=$("$here/../../scripts/pi-image.sh" "$board" | tail -n1)
 echo "image $image ready after $((SECONDS - start)) s"
 work=$(mktemp -d "${TMPDIR:-/tmp}/diskprobe-pi-e2e.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-rc=0
-python3 "$here/pi_qemu_e2e.py" "$board" "$image" "$work" || rc=$?
-if (( rc != 0 )); then
-  echo "--- console.log (tail) ---"; tail -n 80 "$work/console.log" 2>/dev/null || true
-  echo "--- qemu.log ---"; cat "$work/qemu.log" 2>/dev/null || true
-fi
-echo "wall time $((SECONDS - start)) s"
-(( rc == 0 )) && echo PASS || echo FAIL
+# The guest's console and QEMU's log are printed whenever the run did not pass, also when it is
+# stopped (a TERM from CI's time bound: the test's own cleanup stops QEMU first).
+rc=1
+finish() {
+  if ((rc != 0)); then
+    echo "--- console.log (tail) ---"; tail -n 80 "$work/console.log" 2>/dev/null || true
+    echo "--- qemu.log ---"; cat "$work/qemu.log" 2>/dev/null || true
+  fi
+  echo "wall time $((SECONDS - start)) s"
+  ((rc == 0)) && echo PASS || echo FAIL
+  rm -rf "$work"
+}
+trap finish EXIT
+trap 'exit 143' TERM INT
+python3 "$here/pi_qemu_e2e.py" "$board" "$image" "$work" && rc=0 || rc=$?
 exit "$rc"
