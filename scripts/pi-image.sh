@@ -10,7 +10,7 @@
 # Output directory (default ${DISKPROBE_PI_CACHE:-/var/cache/diskprobe-pi}/<board>-<suite>):
 #   card.img   2 GiB (QEMU's SD card wants a power of two), MBR, partition 1 ext4 = the root:
 #              Debian <suite> <arch> (mmdebstrap, minbase + systemd-sysv, udev, kmod, iproute2,
-#              fio for the test's reference measurements and the .deb's Depends), systemd as
+#              fio for the test's reference measurements, e2fsprogs, the .deb's Depends), systemd as
 #              init, the project's .deb installed with dpkg -i, the kernel's modules;
 #   Image, <board>.dtb, initrd.gz   for qemu -kernel/-dtb/-initrd: Debian's kernel (dpkg -x,
 #              never installed on this machine; Image is the arm64 Image or the armel zImage),
@@ -110,11 +110,13 @@ if [ "$deb_suite" != "$suite" ]; then
   exit 2
 fi
 # The Debian part of the root: systemd as init, udev and kmod (they load the USB network
-# modules), iproute2, busybox for the initramfs, and the .deb's Depends (first alternative), so
-# the .deb itself installs with dpkg -i afterwards and the Debian part is cached across .debs.
+# modules), iproute2, busybox for the initramfs, fio (the test's reference), e2fsprogs (the
+# test's filefrag finds the probe file's blocks; Debian 13's minbase has no e2fsprogs), and the
+# .deb's Depends (first alternative), so the .deb itself installs with dpkg -i afterwards and
+# the Debian part is cached across .debs.
 deps=$(dpkg-deb -f "$deb" Depends Pre-Depends | sed 's/^[A-Za-z-]*: //' | tr ',' '\n' |
        sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' | sed '/^$/d' | sort -u | paste -sd, -)
-packages=systemd-sysv,udev,kmod,iproute2,busybox-static,fio,$deps
+packages=systemd-sysv,udev,kmod,iproute2,busybox-static,fio,e2fsprogs,$deps
 deb_sum=$(sha256sum <"$deb" | cut -d' ' -f1)
 root_key="suite $suite arch $arch packages $packages"
 key="$root_key deb $deb_sum script $(cat "$self" scripts/pi-boards.tsv scripts/pi-boards.sh | sha256sum | cut -d' ' -f1)"
