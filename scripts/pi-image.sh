@@ -331,6 +331,8 @@ cat >"$ir/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+# On the serial console at loglevel 4 (the test boots again when a kernel never gets here).
+echo "<3>initramfs: init started" >/dev/kmsg
 for m in $(cat /etc.modules); do insmod /lib/modules/$m 2>/dev/null || echo "initramfs: insmod $m failed"; done
 i=0; while [ ! -b /dev/mmcblk0p1 ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
 mount -t ext4 -o rw,noatime /dev/mmcblk0p1 /newroot || { echo "initramfs: cannot mount /dev/mmcblk0p1"; exec sh; }
