@@ -376,14 +376,21 @@ def run(guest, con, ports, prom):
         print(con.out("systemctl status diskprobe_exporter --no-pager -l; ip addr; journalctl -b --no-pager | tail -50"))
         return 1
 
-    # Probes: wait for a successful randread run on mmcblk0 (first run within its interval).
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
+    # Probes with the package's own schedule: the first randread run on mmcblk0 falls within its
+    # interval (1 minute). Printed, not checked: the probes are checked below on a 20 s schedule
+    # (on a busy host the Zero once showed a single skipped_busy randread run in its first 10
+    # minutes here, its 32-bit kernel's io_ticks jumping by 439 s after the jiffies wrap 300 s
+    # after boot; not understood yet).
+    t_first = time.monotonic()
+    runs = {}
+    while time.monotonic() - t_first < 180:
         m = parse(wait_scrape(port, 120) or "")
-        _, ok_runs = one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe="randread", result="ok")
-        if ok_runs:
+        runs = {l["result"]: v for l, v in series(m, "diskprobe_probe_runs_total", device="mmcblk0", probe="randread") if v}
+        if runs.get("ok"):
             break
         time.sleep(10)
+    log("randread on mmcblk0 with the package's config, %.0f s after the first scrape: runs by result %s" %
+        (time.monotonic() - t_first, runs or "none"))
 
     # --- mmc_ios vs the guest's debugfs (the host controller the card sits on: mmc0 on both
     # boards here, read from sysfs rather than assumed) ---
@@ -517,7 +524,6 @@ def run(guest, con, ports, prom):
             ('diskprobe_mmc_card_capacity_bytes{device="mmcblk0"}', float(want_cap)),
             ('count(diskprobe_mmc_card_info{device="mmcblk0",serial="%s",name="%s"})' % (files["serial"], files["name"]), 1.0),
             ('count(diskprobe_board_info{model="%s"})' % model, 1.0),
-            ('max(diskprobe_probe_runs_total{device="mmcblk0",probe="randread",result="ok"}) >= 1', None),
         ]:
             got = prom_query(pport, expr) if up else []
             have = got[0][1] if got else None
@@ -576,6 +582,14 @@ def run(guest, con, ports, prom):
     check("no probe errors", not errs, errs or "none")
     _, corrupt = one(m, "diskprobe_probe_corruptions_total", device="mmcblk0")
     check("verify: no corrupt blocks on a healthy card", corrupt == 0, "corruptions_total %s" % corrupt)
+    if prom:
+        expr = 'max(diskprobe_probe_runs_total{device="mmcblk0",probe="randread",result="ok"})'
+        deadline, got = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not got:
+            got = [v for _, v in prom_query(prom[1], expr + " >= 1")]
+            time.sleep(0 if got else 5)
+        check("Prometheus %s >= 1" % expr, bool(got), "exporter %s, Prometheus %s" %
+              (one(m, "diskprobe_probe_runs_total", device="mmcblk0", probe="randread", result="ok")[1], got or None))
     journal = con.out("journalctl -b -u diskprobe_exporter --no-pager -o cat")
     bad = [l for l in journal.splitlines()
            if re.search(r"permission denied|operation not permitted|EACCES|EPERM|read-only file system", l, re.I)]
