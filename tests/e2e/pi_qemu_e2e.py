@@ -934,6 +934,23 @@ def eject_step(guest, con, ports):
     a dead card must not take the exporter with it."""
     port = ports[29100]
     print("\n== card ejected and re-inserted through QMP (the root filesystem is on it)")
+    if guest.drive:  # the lost-writes step's blkdebug: the card is ejected healthy, without it
+        try:
+            con.run("sync", 60)
+        except OSError:
+            pass
+        guest.stop()
+        guest.drive = None
+        for attempt in (199, 200):
+            guest.start(attempt)
+            state = wait_shell(guest, con, BOOT_TIMEOUT)
+            if state != "noinit":
+                break
+            guest.stop()
+        if state != "up":
+            check("guest booted without blkdebug for the ejection", False, state)
+            return
+        wait_scrape(port, 300)
     restart_with(con, port, probe_config(con.out("cat /root/config.yml.orig"), {
         "randread": "{enabled: true, interval: 20s, ops: 32, block_size: 4KiB}",
         "write": "{enabled: true, interval: 20s, ops: 8, block_size: 4KiB}"}))
