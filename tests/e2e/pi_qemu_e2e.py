@@ -814,6 +814,19 @@ def throttle_step(guest, con, ports):
         restart_with(con, port, orig)
 
 
+def restart(guest, con, boot):
+    """Starts the stopped QEMU again (boot number `boot` in the logs), once more when its kernel
+    never ran init (see wait_shell); wait_shell's state."""
+    for attempt in (boot, boot + 1):
+        guest.start(attempt)
+        state = wait_shell(guest, con, BOOT_TIMEOUT)
+        if state != "noinit":
+            return state
+        log("boot %d: the guest's kernel never ran init; booting again" % attempt)
+        guest.stop()
+    return state
+
+
 def lost_writes_step(guest, con, ports):
     """A card that drops writes and reports success, as fake and failing cards do. QEMU's SD card
     ignores a write its block backend refuses (hw/sd/sd.c prints "sd_blk_write: write error on
@@ -846,13 +859,7 @@ def lost_writes_step(guest, con, ports):
     guest.stop()
     guest.drive = ("if=sd,driver=blkdebug,config=%s,image.driver=qcow2,image.file.driver=file,"
                    "image.file.filename=%s" % (rules, guest.overlay))
-    for attempt in (99, 100):
-        guest.start(attempt)
-        state = wait_shell(guest, con, BOOT_TIMEOUT)
-        if state != "noinit":
-            break
-        log("boot %d: the guest's kernel never ran init; booting again" % attempt)
-        guest.stop()
+    state = restart(guest, con, 99)
     if state != "up":
         check("guest booted with blkdebug under the card", False, state)
         return
@@ -941,12 +948,7 @@ def eject_step(guest, con, ports):
             pass
         guest.stop()
         guest.drive = None
-        for attempt in (199, 200):
-            guest.start(attempt)
-            state = wait_shell(guest, con, BOOT_TIMEOUT)
-            if state != "noinit":
-                break
-            guest.stop()
+        state = restart(guest, con, 199)
         if state != "up":
             check("guest booted without blkdebug for the ejection", False, state)
             return
