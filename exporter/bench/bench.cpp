@@ -67,6 +67,24 @@ void Latencies(TestResult* t, std::vector<double>& lat) {
   t->lat_max = lat.back();
 }
 
+// Records where a phase ran on the wall clock (TestResult::started_unix, wall_seconds) when it
+// goes out of scope.
+class PhaseWindow {
+ public:
+  explicit PhaseWindow(TestResult* t) : t_(t), unix_(UnixNow()), start_ns_(MonotonicNs()) {}
+  PhaseWindow(const PhaseWindow&) = delete;
+  PhaseWindow& operator=(const PhaseWindow&) = delete;
+  ~PhaseWindow() {
+    t_->started_unix = unix_;
+    t_->wall_seconds = static_cast<double>(MonotonicNs() - start_ns_) / 1e9;
+  }
+
+ private:
+  TestResult* t_;
+  double unix_;
+  std::int64_t start_ns_;
+};
+
 void Finish(TestResult* t) {
   if (t->seconds > 0) {
     t->bytes_per_second = static_cast<double>(t->bytes) / t->seconds;
@@ -339,6 +357,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   // seqread
   if (dev.valid()) {
     tick("sequential read");
+    PhaseWindow window(&seqread);
     const std::uint64_t end = dev_bytes / kLarge;
     Qd1Loop(&seqread, bounds.PhaseDeadline(left), bounds.PhaseBytes(left), 0, end, kLarge, true, rng,
             [&](std::uint64_t off) {
@@ -352,6 +371,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   // blocks are stamped beforehand (CRC32C of 4 KiB per block is CPU work dd and fio do not do).
   if (file) {
     tick("sequential write");
+    PhaseWindow window(&seqwrite);
     const std::int64_t deadline = bounds.PhaseDeadline(left);
     const std::uint64_t max = bounds.PhaseBytes(left);
     const std::uint64_t size = file->header().file_size;
@@ -382,6 +402,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   --left;
   if (dev.valid()) {
     tick("random read QD1");
+    PhaseWindow window(&rr1);
     Qd1Loop(&rr1, bounds.PhaseDeadline(left), bounds.PhaseBytes(left), 0, dev_bytes / kSmall, kSmall, false, rng,
             [&](std::uint64_t off) {
               if (!dev_direct) probes::DropCache(dev.get(), off, kSmall);
@@ -392,6 +413,7 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   --left;
   if (file) {
     tick("random write QD1");
+    PhaseWindow window(&rw1);
     Qd1Loop(&rw1, bounds.PhaseDeadline(left), bounds.PhaseBytes(left), 1, file_blocks_small, kSmall, false, rng,
             [&](std::uint64_t off) {
               file->StampBlock(small.data(), off / kSmall);
@@ -438,17 +460,20 @@ bool Run(const Options& opt, const Progress& progress, Report* rep, std::string*
   };
   if (dev.valid()) {
     tick("random read QD" + qd);
+    PhaseWindow window(&rrq);
     if (!dev_direct) probes::DropCache(dev.get(), 0, dev_bytes);
     queued(&rrq, dev.get(), false, 0, dev_bytes / kSmall);
   }
   --left;
   if (file) {
     tick("random write QD" + qd);
+    PhaseWindow window(&rwq);
     queued(&rwq, direct_fd.get(), true, 1, file_blocks_small);
   }
   --left;
   if (file) {
     tick("fdatasync");
+    PhaseWindow window(&fsync);
     Qd1Loop(&fsync, bounds.PhaseDeadline(left), bounds.PhaseBytes(left), 1, file_blocks_small, kSmall, false, rng,
             [&](std::uint64_t off) {
               file->StampBlock(small.data(), off / kSmall);

@@ -52,6 +52,11 @@ struct TestResult {
   double bytes_per_second = 0;
   double iops = 0;
   std::optional<double> lat_mean, lat_p50, lat_p99, lat_max;  // per operation, seconds
+  // When the test's phase ran: its start (Unix time, seconds) and its wall time (seconds) around the
+  // whole phase, buffers, submission and draining included, so that samples of the disk's counters
+  // taken by another tool (/sys/block/<disk>/stat, iostat) can be cut to this test's I/O. Unset
+  // for a test whose phase never started (no device, no probe file, out of time or bytes).
+  std::optional<double> started_unix, wall_seconds;
   bool ok() const { return status == "ok"; }
 };
 

@@ -125,6 +125,8 @@ nlohmann::json ToJson(const Report& r) {
               {"ops", t.ops},
               {"bytes", t.bytes},
               {"seconds", t.seconds},
+              {"started_unix_seconds", Opt(t.started_unix)},
+              {"wall_seconds", Opt(t.wall_seconds)},
               {"bytes_per_second", t.bytes_per_second},
               {"mb_per_second", t.bytes_per_second / 1e6},
               {"iops", t.iops},

@@ -36,25 +36,34 @@ LOCKS=$E2E_WORK/locks
 # noparallel's default (serialize=requests) serialises per connection only, which let QD32 run
 # ~3x faster than QD1; serialize=all-requests serialises across connections.
 # rate is in bits per second (nbdkit-rate-filter(1)): 160M = 20 MB/s.
-bench_card() {  # bench_card NAME CHECKED-TESTS(regex) nbdkit-args...
-  local name=$1 checked=$2; shift 2
+bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
+  # HOLD: how the checked figures are held against fio's. "raw": as measured (the rate card: its
+  # token bucket paces every request the same whatever the machine's load). "kernel": each tool's
+  # figure per the kernel's mean request time in the tool's own window (the delay card, below).
+  local name=$1 checked=$2 hold=$3; shift 3
   log "card $name: $*${RT[*]:+ (card, bench and fio under ${RT[*]})}"
   card_start "$name" 256M "$@"
-  local dev=$CARD_DEV
-  card_mkfs_mount
+  local dev=$CARD_DEV disk=$CARD_NAME
+  # shellcheck disable=SC2086  # CARD_MKFS: mkfs.ext4 options for this card, word-split on purpose
+  card_mkfs_mount ${CARD_MKFS:-}
   local mnt=$CARD_MNT
   mkdir -p "$mnt/bench"
   # Both sides are measured again (up to three times in all) while a comparison has not yet agreed:
-  # on this shared 2-core machine another job can slow one side's 4 s window (seen: fio's randwrite
-  # at 0.84x of the bench's while a compiler ran; randread_qd1 at 0.82, 1.09 and 1.11 of fio's in
-  # three attempts on one card). Each comparison passes on the first attempt where the two agree;
-  # a tool that is off (page cache, units, a doubled count) misses on every attempt.
+  # on this shared 2-core machine another job can slow one side's 4 s window. Each comparison
+  # passes on the first attempt where the two agree; a tool that is off (page cache, units, a
+  # doubled count) misses on every attempt.
   local attempt misses tol=10
   # An ASan build spends CPU on every operation on the bench's side only: its figures are checked
   # for gross errors (20 %), the release build's stage keeps the 10 % comparison.
   if sanitized_build "$EXPORTER"; then tol=20; fi
-  local -A agreed=()
+  local -A agreed=() fwin=() LAST=()
   for attempt in 1 2 3; do
+    # The kernel's accounting of the card, sampled through the whole attempt (blockstat_windows.py).
+    "${RT[@]}" python3 "$SRC/tests/e2e/blockstat_windows.py" sample "$disk" "stat-$name-$attempt.txt" &
+    local sampler=$!
+    E2E_PIDS+=($sampler)
+    local i
+    for i in $(seq 1 100); do [ -s "stat-$name-$attempt.txt" ] && break; sleep 0.05; done
     "${RT[@]}" "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 30s --file-size 32MiB --lock-dir "$LOCKS" \
       --format json >"$name.json"
     "${RT[@]}" "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 1s --lock-dir "$LOCKS" >/dev/null 2>&1 || true
@@ -62,68 +71,135 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) nbdkit-args...
     b() { jq -r --arg t "$1" '.tests[] | select(.name == $t) | .'"$2" "$J"; }
     local bytes_sr bytes_sw
     bytes_sr=$(b seqread bytes); bytes_sw=$(b seqwrite bytes)
-    # fio, the same operations
+    # fio, the same operations; each run's window (before and after it, wall clock) in fwin.
+    fio_in() {  # fio_in TEST OUT fio-args...: fio --output-format=json into OUT, its window kept
+      local test=$1 out=$2 s; shift 2
+      s=$(date +%s.%N)
+      fiojson "$@" >"$out"
+      fwin[$test]="$s $(date +%s.%N)"
+    }
     local f_sr f_sw f_rr1 f_rw1 f_rrq f_rwq f_fs f_fs50 f_fs99
     # QD1 figures on both sides are per operation: the bench divides by the sum of its system calls'
     # times, so fio's figure is taken from its mean completion latency (clat), not its wall-clock
     # runtime, which also counts fio's own time between operations (on this shared 2-core machine
     # 5-12 % of a 1 ms operation).
-    f_sr=$(fiojson --name=sr --filename="$dev" --rw=read --bs=1M --direct=1 --ioengine=psync --size="$bytes_sr" | jq '1048576 / (.jobs[0].read.clat_ns.mean / 1e9)')
+    fio_in seqread sr.json --name=sr --filename="$dev" --rw=read --bs=1M --direct=1 --ioengine=psync --size="$bytes_sr"
+    f_sr=$(jq '1048576 / (.jobs[0].read.clat_ns.mean / 1e9)' sr.json)
     dd if=/dev/urandom of="$mnt/fio.dat" bs=1M count=32 oflag=direct conv=fsync status=none
-    local t0 t1
-    t0=$(date +%s.%N)
     # fio's end_fsync is left out of its runtime and bandwidth (measured: "bw" 98 MB/s where the
     # wall time gave 50), and fdatasync=N with N writes never runs (sync only before a next write).
     # So: N+1 writes with fdatasync=N: the sync after the Nth is inside the runtime; the extra
     # buffered 1 MiB write takes microseconds. Figure: N MiB / runtime.
     local n_sw=$((bytes_sw / 1048576))
-    fiojson --name=sw --fallocate=none --filename="$mnt/fio.dat" --rw=write --bs=1M --ioengine=psync \
-      --fdatasync=$n_sw --size=$(((n_sw + 1) * 1048576)) >sw.json
-    t1=$(date +%s.%N)
+    fio_in seqwrite sw.json --name=sw --fallocate=none --filename="$mnt/fio.dat" --rw=write --bs=1M --ioengine=psync \
+      --fdatasync=$n_sw --size=$(((n_sw + 1) * 1048576))
     f_sw=$(jq --argjson b "$bytes_sw" '$b / (.jobs[0].write.runtime / 1000)' sw.json)
-    f_rr1=$(fiojson --name=rr --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].read.clat_ns.mean')
-    f_rw1=$(fiojson --name=rw --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based | jq '1e9 / .jobs[0].write.clat_ns.mean')
-    f_rrq=$(fiojson --name=rrq --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].read.iops')
-    f_rwq=$(fiojson --name=rwq --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based | jq '.jobs[0].write.iops')
-    fiojson --name=fs --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --fdatasync=1 --ioengine=psync --runtime=4 --time_based >fs.json
+    fio_in randread_qd1 rr.json --name=rr --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based
+    f_rr1=$(jq '1e9 / .jobs[0].read.clat_ns.mean' rr.json)
+    fio_in randwrite_qd1 rw.json --name=rw --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=psync --runtime=4 --time_based
+    f_rw1=$(jq '1e9 / .jobs[0].write.clat_ns.mean' rw.json)
+    fio_in randread_qd32 rrq.json --name=rrq --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based
+    f_rrq=$(jq '.jobs[0].read.iops' rrq.json)
+    fio_in randwrite_qd32 rwq.json --name=rwq --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based
+    f_rwq=$(jq '.jobs[0].write.iops' rwq.json)
+    fio_in fdatasync fs.json --name=fs --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --fdatasync=1 --ioengine=psync --runtime=4 --time_based
+    sleep 0.05  # a sample after fio's end
+    kill -TERM "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
     f_fs=$(jq '.jobs[0].write.clat_ns.mean / 1e9 + .jobs[0].sync.lat_ns.mean / 1e9' fs.json)
     # fio times the write and the fdatasync apart; the bench times the pair. Their medians add up
-    # when one of them barely varies (the buffered write: microseconds): p50 is compared, means
-    # printed (a few slow journal commits among ~400 pairs move a 4 s mean by 10-20 %).
+    # when one of them barely varies (the buffered write: microseconds): held as measured, p50 is
+    # compared (a few slow journal commits among ~400 pairs move a 4 s mean by 10-20 %); held
+    # against the kernel's busy time per pair, which counts those commits too, the mean.
     local f_fsp50
     f_fsp50=$(jq '.jobs[0].write.clat_ns.percentile["50.000000"] / 1e9 + .jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
     f_fs50=$(jq '.jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
     f_fs99=$(jq '.jobs[0].sync.lat_ns.percentile["99.000000"] / 1e9' fs.json)
-    printf '%-16s %14s %14s %7s\n' "card $name" "bench" "fio" "ratio"
+    # The kernel's view of each tool's window (blockstat_windows.py cut): "requests seconds", the
+    # requests of that kind and the sum of their times; "- -" when the window has none. Kinds:
+    # read, write, and sync: the writes and flushes an fdatasync() pair waits for, with the time the
+    # card was busy (io_ticks), as a pair's requests overlap (the sum of their times measured 10-20 %
+    # over the pairs' own).
+    kwin() {  # kwin START END read|write|sync
+      python3 "$SRC/tests/e2e/blockstat_windows.py" cut "stat-$name-$attempt.txt" "$1" "$2" |
+        jq -r --arg d "$3" 'if $d == "sync" then [.write_ios + .flush_ios, .io_ticks_ms]
+          else [.[$d + "_ios"], .[$d + "_ticks_ms"]] end | if .[0] > 0 then "\(.[0]) \(.[1] / 1000)" else "- -" end'
+    }
+    printf '%-16s %12s %12s %7s %9s %9s %8s %8s %7s\n' "card $name" "bench" "fio" "ratio" \
+      "k.req(b)" "k.req(f)" "k.ms(b)" "k.ms(f)" "held"
     local row
     misses=0
-    for row in "seqread bytes_per_second $f_sr B/s" "seqwrite bytes_per_second $f_sw B/s" \
-               "randread_qd1 iops $f_rr1 IOPS" "randwrite_qd1 iops $f_rw1 IOPS" \
-               "randread_qd32 iops $f_rrq IOPS" "randwrite_qd32 iops $f_rwq IOPS" \
-               "fdatasync latency_seconds.p50 $f_fsp50 s(p50)" "fdatasync latency_seconds.mean $f_fs s(mean)"; do
+    # Rows: test, the bench's JSON key, fio's figure, unit, the requests' kind, fio's operations.
+    for row in "seqread bytes_per_second $f_sr B/s read $(jq .jobs[0].read.total_ios sr.json)" \
+               "seqwrite bytes_per_second $f_sw B/s write $(jq .jobs[0].write.total_ios sw.json)" \
+               "randread_qd1 iops $f_rr1 IOPS read $(jq .jobs[0].read.total_ios rr.json)" \
+               "randwrite_qd1 iops $f_rw1 IOPS write $(jq .jobs[0].write.total_ios rw.json)" \
+               "randread_qd32 iops $f_rrq IOPS read $(jq .jobs[0].read.total_ios rrq.json)" \
+               "randwrite_qd32 iops $f_rwq IOPS write $(jq .jobs[0].write.total_ios rwq.json)" \
+               "fdatasync latency_seconds.p50 $f_fsp50 s(p50) sync $(jq .jobs[0].write.total_ios fs.json)" \
+               "fdatasync latency_seconds.mean $f_fs s(mean) sync $(jq .jobs[0].write.total_ios fs.json)"; do
       set -- $row
-      local mine
-      mine=$(b "$1" "$2")
-      printf '%-16s %14.6g %14.6g %7s %s\n' "$1" "$mine" "$3" "$(ratio "$mine" "$3")" "$4"
-      [[ $1 =~ ^($checked)$ && $4 != "s(mean)" ]] || continue
-      [ -n "${agreed[$1]:-}" ] && continue
-      if within "$mine" "$3" $tol; then agreed[$1]="$mine $3 $attempt"; else misses=$((misses + 1)); fi
+      local test=$1 unit=$4 kind=$5 f_ops=$6 mine b_ops kb kf held=- fig
+      mine=$(b "$test" "$2"); b_ops=$(b "$test" ops)
+      # The bench's window from its own report, fio's from around its run.
+      kb=$(kwin "$(b "$test" started_unix_seconds)" \
+        "$(jq -r --arg t "$test" '.tests[] | select(.name == $t) | .started_unix_seconds + .wall_seconds' "$J")" "$kind" || echo "- -")
+      kf=$(kwin ${fwin[$test]} "$kind" || echo "- -")
+      read -r kb_req kb_s <<<"$kb"; read -r kf_req kf_s <<<"$kf"
+      # The card's time per operation of the tool, by the kernel: a request's mean time (QD1: the
+      # tool's operation less its system call; QD32: its wait in the queue too), or for an
+      # fdatasync pair the card's busy time per pair (the write, the flush, the journal's).
+      local kb_op=- kf_op=-
+      if [ "$kb_s" != - ] && [ "$kf_s" != - ]; then
+        if [ "$kind" = sync ]; then
+          kb_op=$(awk -v t="$kb_s" -v n="$b_ops" 'BEGIN { print t / n }'); kf_op=$(awk -v t="$kf_s" -v n="$f_ops" 'BEGIN { print t / n }')
+        else
+          kb_op=$(awk -v t="$kb_s" -v n="$kb_req" 'BEGIN { print t / n }'); kf_op=$(awk -v t="$kf_s" -v n="$kf_req" 'BEGIN { print t / n }')
+        fi
+        # Held: an IOPS figure times that time (QD1: ~1, QD32: the requests in flight, Little's
+        # law), a latency divided by it; the bench's against fio's.
+        held=$(awk -v m="$mine" -v f="$3" -v kb="$kb_op" -v kf="$kf_op" -v u="$unit" \
+          'BEGIN { if (u == "IOPS") printf "%.3f", (m * kb) / (f * kf); else printf "%.3f", (m / kb) / (f / kf) }')
+      fi
+      printf '%-16s %12.6g %12.6g %7s %9s %9s %8s %8s %7s %s\n' "$test" "$mine" "$3" "$(ratio "$mine" "$3")" \
+        "$kb_req" "$kf_req" "$([ "$kb_op" = - ] && echo - || ms "$kb_op")" "$([ "$kf_op" = - ] && echo - || ms "$kf_op")" \
+        "$held" "$unit"
+      [[ $test =~ ^($checked)$ ]] || continue
+      # The fdatasync pair: p50 against fio's as measured, the mean against the kernel's (the
+      # kernel's figure is a sum, so a mean).
+      if [ "$hold" = kernel ]; then [ "$unit" = "s(p50)" ] && continue; else [ "$unit" = "s(mean)" ] && continue; fi
+      [ -n "${agreed[$test]:-}" ] && continue
+      if [ "$hold" = kernel ]; then fig=$held; else fig=$(ratio "$mine" "$3"); fi
+      local rec="$mine $3 $unit $fig $attempt $kind $kb_req $b_ops"
+      if [ "$fig" != - ] && within "$fig" 1 $tol; then agreed[$test]=$rec; else misses=$((misses + 1)); LAST[$test]=$rec; fi
     done
     [ "$misses" = 0 ] && break
     [ "$attempt" = 3 ] || log "card $name: $misses comparison(s) not yet within $tol % after attempt $attempt; measuring both sides again"
   done
-  for row in "seqread bytes_per_second $f_sr B/s" "seqwrite bytes_per_second $f_sw B/s" \
-             "randread_qd1 iops $f_rr1 IOPS" "randwrite_qd1 iops $f_rw1 IOPS" \
-             "randread_qd32 iops $f_rrq IOPS" "randwrite_qd32 iops $f_rwq IOPS" \
-             "fdatasync latency_seconds.p50 $f_fsp50 s(p50)"; do
-    set -- $row
-    [[ $1 =~ ^($checked)$ ]] || continue
-    local fio=$3 at=$attempt
-    mine=$(b "$1" "$2")
-    if [ -n "${agreed[$1]:-}" ]; then read -r mine fio at <<<"${agreed[$1]}"; fi
-    check "card $name $1: bench $mine vs fio $fio $4 within $tol % (attempt $at)" within "$mine" "$fio" $tol
+  local t
+  for t in seqread seqwrite randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 fdatasync; do
+    [[ $t =~ ^($checked)$ ]] || continue
+    local mine fio unit fig at kind k_req ops
+    read -r mine fio unit fig at kind k_req ops <<<"${agreed[$t]:-${LAST[$t]}}"
+    if [ "$hold" = kernel ]; then
+      check "card $name $t: bench $mine vs fio $fio $unit, each per the card's time per operation by the kernel in its own window: $fig within $tol % (attempt $at)" \
+        within "$fig" 1 $tol
+      # Every operation the bench counted reached the card: its reads of the raw device, one
+      # request each, match the kernel's count of its window (nothing from the page cache, nothing
+      # counted twice); its writes to the probe file are at least that many requests (the
+      # journal's come on top, and an fdatasync pair is a write and a flush).
+      if [ "$kind" = read ]; then
+        check "card $name $t: the bench's $ops operations = the kernel's $k_req read requests in its window (2 %)" \
+          within "$k_req" "$ops" 2
+      else
+        check "card $name $t: the bench's $ops operations all reached the card (the kernel's $k_req $kind requests in its window)" \
+          test "${k_req/-/0}" -ge "$ops"
+      fi
+    else
+      check "card $name $t: bench $mine vs fio $fio $unit within $tol % (attempt $at)" within "$mine" "$fio" $tol
+    fi
   done
-  log "card $name fdatasync p50/p99: bench $(b fdatasync latency_seconds.p50)/$(b fdatasync latency_seconds.p99) s; fio sync-only p50/p99 $f_fs50/$f_fs99 s (write+sync mean $f_fs s); fio seq write wall $(awk -v a="$t0" -v b="$t1" -v n="$bytes_sw" 'BEGIN { printf "%.0f B/s incl. start-up", n / (b - a) }')"
+  log "card $name fdatasync p50/p99: bench $(b fdatasync latency_seconds.p50)/$(b fdatasync latency_seconds.p99) s; fio sync-only p50/p99 $f_fs50/$f_fs99 s (write+sync mean $f_fs s); fio seq write wall $(awk -v w="${fwin[seqwrite]}" -v n="$bytes_sw" 'BEGIN { split(w, t, " "); printf "%.0f B/s incl. start-up", n / (t[2] - t[1]) }')"
 
   # The Raspberry Pi SD card test (agnostics): sd_bench.fio's jobs (64m, libaio QD4, direct,
   # end_fsync; random jobs 10 s, here 5 s) and its thresholds (KiB/s and IOPS from fio's terse output).
@@ -194,10 +270,20 @@ FIO
 # comparisons gave bench/fio ratios of 0.25 to 28 (fio's QD32 random write: 7 IOPS in one run,
 # 338 in the one before); under SCHED_FIFO the cards' delays dominate again. These cards wait on
 # their delays and rates, so the priority takes little CPU from anyone.
+# SCHED_FIFO is not enough for the delay card's figures: a request's hops outside it (the loop
+# worker above all) still wait for a CPU, and on CI's machine, with nothing else of ours running,
+# the delay card's randread_qd32 measured 776, 760 and 481 IOPS by the bench and 872, 366 and 662
+# by fio in three attempts (ratios 0.47 to 2.08 over its checked figures), while the rate card
+# agreed to 0.3 %. So the delay card's figures are held against the kernel's own accounting of the
+# card in each tool's own window (blockstat_windows.py, the bench's windows from its JSON): each
+# figure per the kernel's mean request time in that window (QD1: the tool's share of its own
+# operation's time; QD32: the requests in flight), bench against fio; and the bench's operation
+# count against the kernel's count of requests. A figure from the page cache, in wrong units or
+# counted twice moves the first by its whole factor; a busy machine moves both sides alike.
 use_rt
-bench_card delay 'randread_qd1|randwrite_qd1|randread_qd32|randwrite_qd32|fdatasync' \
+bench_card delay 'randread_qd1|randwrite_qd1|randread_qd32|randwrite_qd32|fdatasync' kernel \
   --filter=noparallel --filter=delay serialize=all-requests rdelay=1ms wdelay=2ms
-bench_card rate 'seqread|seqwrite' --filter=noparallel --filter=rate serialize=all-requests rate=80M burstiness=0.25
+bench_card rate 'seqread|seqwrite' raw --filter=noparallel --filter=rate serialize=all-requests rate=80M burstiness=0.25
 no_rt
 # Verdicts against the Pi SD card test on the same card, each card far from the A1 thresholds
 # (1500 random read IOPS, 500 random write IOPS, 10 MB/s sequential write).
@@ -205,7 +291,7 @@ no_rt
 # can see more than ~330 read or ~100 write IOPS (a busy machine only slows it further): at least
 # 4.5x under the read and 5x under the write threshold, whatever the load. This verdict is always
 # judged. (The earlier 1 ms/5 ms card gave ~190 write IOPS, 2.6x under.)
-bench_card fail '' --filter=noparallel --filter=delay serialize=all-requests rdelay=3ms wdelay=10ms
+bench_card fail '' raw --filter=noparallel --filter=delay serialize=all-requests rdelay=3ms wdelay=10ms
 check "card fail: the Pi test fails it by ${MARGIN}x ($PI_CLEAR)" test "$PI_CLEAR" = FAIL
 check "card fail: the bench's A1 verdict fails it by ${MARGIN}x ($BENCH_CLEAR)" test "$BENCH_CLEAR" = FAIL
 # The pass card: no delay and requests in parallel, the fastest this emulation goes: in two runs
@@ -214,7 +300,7 @@ check "card fail: the bench's A1 verdict fails it by ${MARGIN}x ($BENCH_CLEAR)" 
 # load of 8 the earlier pass card (1 ms writes, serialised) measured 423 write IOPS against the
 # 500 threshold. So its verdicts are compared when both are clear by
 # MARGIN and printed otherwise (see clear_verdict).
-bench_card pass ''
+bench_card pass '' raw
 if [ "$PI_CLEAR" = PASS ]; then ok "card pass: the Pi test passes it by ${MARGIN}x"
 else log "card pass: the Pi test does not pass it by ${MARGIN}x on this run ($VERDICT, $PI_CLEAR): machine too busy to judge"; fi
 

@@ -106,6 +106,8 @@ Report SampleReport() {
   ok.bytes_per_second = 8192000;
   ok.iops = 2000;
   ok.lat_mean = ok.lat_p50 = ok.lat_p99 = ok.lat_max = 0.0005;
+  ok.started_unix = 1764000000.25;
+  ok.wall_seconds = 0.0625;
   TestResult un;
   un.name = "seqread";
   un.status = "unavailable";
@@ -144,6 +146,10 @@ TEST(BenchJson, ShapeFollowsTheSchema) {
   EXPECT_TRUE(j["tests"][0]["latency_seconds"]["p50"].is_null());
   EXPECT_EQ(j["tests"][1]["reason"], nullptr);
   EXPECT_DOUBLE_EQ(j["tests"][1]["mb_per_second"].get<double>(), 8.192);
+  EXPECT_TRUE(j["tests"][0]["started_unix_seconds"].is_null());
+  EXPECT_TRUE(j["tests"][0]["wall_seconds"].is_null());
+  EXPECT_DOUBLE_EQ(j["tests"][1]["started_unix_seconds"].get<double>(), 1764000000.25);
+  EXPECT_DOUBLE_EQ(j["tests"][1]["wall_seconds"].get<double>(), 0.0625);
   // Read 2000 IOPS, write and sequential write unmeasured: A1 undecided, A2 fails on read.
   EXPECT_EQ(j["verdict"]["classes"][0]["pass"], nullptr);
   EXPECT_EQ(j["verdict"]["classes"][1]["pass"], false);
