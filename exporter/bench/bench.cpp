@@ -68,13 +68,14 @@ void Latencies(TestResult* t, std::vector<double>& lat) {
 }
 
 // Records where a phase ran on the wall clock (TestResult::started_unix, wall_seconds) when it
-// goes out of scope.
+// goes out of scope, if the phase did I/O (an operation counted or an error).
 class PhaseWindow {
  public:
   explicit PhaseWindow(TestResult* t) : t_(t), unix_(UnixNow()), start_ns_(MonotonicNs()) {}
   PhaseWindow(const PhaseWindow&) = delete;
   PhaseWindow& operator=(const PhaseWindow&) = delete;
   ~PhaseWindow() {
+    if (t_->ops == 0 && t_->status != "error") return;
     t_->started_unix = unix_;
     t_->wall_seconds = static_cast<double>(MonotonicNs() - start_ns_) / 1e9;
   }

@@ -55,7 +55,8 @@ struct TestResult {
   // When the test's phase ran: its start (Unix time, seconds) and its wall time (seconds) around the
   // whole phase, buffers, submission and draining included, so that samples of the disk's counters
   // taken by another tool (/sys/block/<disk>/stat, iostat) can be cut to this test's I/O. Unset
-  // for a test whose phase never started (no device, no probe file, out of time or bytes).
+  // for a test that did no I/O (skipped: no device, no probe file, out of time or bytes;
+  // unavailable).
   std::optional<double> started_unix, wall_seconds;
   bool ok() const { return status == "ok"; }
 };

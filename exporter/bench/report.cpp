@@ -87,9 +87,11 @@ std::string FormatTable(const Report& r) {
 namespace {
 
 // The fields both JSON reports start with (docs/bench-schema.json, docs/bench-capacity-schema.json).
-nlohmann::json Envelope(const char* tool, const std::string& version, double started_unix, double elapsed_seconds) {
+// schema_version: each document's own (docs/bench-schema.json 2, docs/bench-capacity-schema.json 1).
+nlohmann::json Envelope(int schema_version, const char* tool, const std::string& version, double started_unix,
+                        double elapsed_seconds) {
   nlohmann::json j;
-  j["schema_version"] = 1;
+  j["schema_version"] = schema_version;
   j["tool"] = tool;
   j["version"] = version;
   j["started_unix_seconds"] = started_unix;
@@ -101,7 +103,7 @@ nlohmann::json Envelope(const char* tool, const std::string& version, double sta
 
 nlohmann::json ToJson(const Report& r) {
   using nlohmann::json;
-  json j = Envelope("diskprobe_exporter bench", r.version, r.started_unix, r.elapsed_seconds);
+  json j = Envelope(2, "diskprobe_exporter bench", r.version, r.started_unix, r.elapsed_seconds);
   j["limits"] = {{"duration_seconds", r.options.duration_seconds},
                  {"max_bytes", r.options.max_bytes},
                  {"queue_depth", r.options.queue_depth}};
@@ -245,7 +247,7 @@ nlohmann::json CapacityToJson(const CapacityResult& r) {
                 {"kind", KindName(b.kind)},
                 {"aliased_offset", Aliases(b.kind) ? json(b.aliased_offset) : json(nullptr)}};
   };
-  json j = Envelope("diskprobe_exporter bench --capacity-check", r.version, r.started_unix, r.elapsed_seconds);
+  json j = Envelope(1, "diskprobe_exporter bench --capacity-check", r.version, r.started_unix, r.elapsed_seconds);
   j["limits"] = {{"max_bytes", r.options.max_bytes},
                  {"free_floor_bytes", r.options.free_floor},
                  {"file_bytes", r.options.file_max}};

@@ -35,11 +35,12 @@ LOCKS=$E2E_WORK/locks
 # cards here are serialised, as A1 cards are: nbdfuse opens several NBD connections, and
 # noparallel's default (serialize=requests) serialises per connection only, which let QD32 run
 # ~3x faster than QD1; serialize=all-requests serialises across connections.
-# rate is in bits per second (nbdkit-rate-filter(1)): 160M = 20 MB/s.
+# rate is in bits per second (nbdkit-rate-filter(1)): 80M = 10 MB/s.
 bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
   # HOLD: how the checked figures are held against fio's. "raw": as measured (the rate card: its
   # token bucket paces every request the same whatever the machine's load). "kernel": each tool's
-  # figure per the kernel's mean request time in the tool's own window (the delay card, below).
+  # figure per the card's time per operation by the kernel in the tool's own window (a request's
+  # mean time; for an fdatasync pair the card's busy time per pair): the delay card, below.
   local name=$1 checked=$2 hold=$3; shift 3
   log "card $name: $*${RT[*]:+ (card, bench and fio under ${RT[*]})}"
   card_start "$name" 256M "$@"
@@ -59,13 +60,18 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
   local -A agreed=() fwin=() LAST=()
   for attempt in 1 2 3; do
     # The kernel's accounting of the card, sampled through the whole attempt (blockstat_windows.py).
-    "${RT[@]}" python3 "$SRC/tests/e2e/blockstat_windows.py" sample "$disk" "stat-$name-$attempt.txt" &
+    # Under SCHED_FIFO like the tools, so that its samples keep their times; 200 reads of a sysfs
+    # file a second, the same for both tools' windows.
+    local stats=stat-$name-$attempt.txt
+    "${RT[@]}" python3 "$SRC/tests/e2e/blockstat_windows.py" sample "$disk" "$stats" &
     local sampler=$!
     E2E_PIDS+=($sampler)
     local i
-    for i in $(seq 1 100); do [ -s "stat-$name-$attempt.txt" ] && break; sleep 0.05; done
+    for i in $(seq 1 100); do [ -s "$stats" ] && break; sleep 0.05; done
+    [ -s "$stats" ] || { echo "card $name: blockstat_windows.py sample $disk wrote nothing in 5 s" >&2; exit 1; }
     "${RT[@]}" "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 30s --file-size 32MiB --lock-dir "$LOCKS" \
       --format json >"$name.json"
+    sleep 0.05  # a sample between the measured run's end and the next run's I/O
     "${RT[@]}" "$EXPORTER" bench --device "$dev" --dir "$mnt/bench" --duration 1s --lock-dir "$LOCKS" >/dev/null 2>&1 || true
     local J=$name.json
     b() { jq -r --arg t "$1" '.tests[] | select(.name == $t) | .'"$2" "$J"; }
@@ -103,9 +109,17 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
     fio_in randwrite_qd32 rwq.json --name=rwq --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --runtime=4 --time_based
     f_rwq=$(jq '.jobs[0].write.iops' rwq.json)
     fio_in fdatasync fs.json --name=fs --fallocate=none --filename="$mnt/fio.dat" --size=32M --rw=randwrite --bs=4k --fdatasync=1 --ioengine=psync --runtime=4 --time_based
-    sleep 0.05  # a sample after fio's end
+    # The sampler stops once it has a sample after fio's end (2 s at most).
+    local fio_end=${fwin[fdatasync]#* }
+    for i in $(seq 1 40); do
+      awk -v e="$fio_end" 'END { exit !($1 >= e) }' "$stats" && break
+      sleep 0.05
+    done
     kill -TERM "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
+    local keep=() p
+    for p in "${E2E_PIDS[@]}"; do [ "$p" = "$sampler" ] || keep+=("$p"); done
+    E2E_PIDS=("${keep[@]}")
     f_fs=$(jq '.jobs[0].write.clat_ns.mean / 1e9 + .jobs[0].sync.lat_ns.mean / 1e9' fs.json)
     # fio times the write and the fdatasync apart; the bench times the pair. Their medians add up
     # when one of them barely varies (the buffered write: microseconds): held as measured, p50 is
@@ -115,52 +129,55 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
     f_fsp50=$(jq '.jobs[0].write.clat_ns.percentile["50.000000"] / 1e9 + .jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
     f_fs50=$(jq '.jobs[0].sync.lat_ns.percentile["50.000000"] / 1e9' fs.json)
     f_fs99=$(jq '.jobs[0].sync.lat_ns.percentile["99.000000"] / 1e9' fs.json)
-    # The kernel's view of each tool's window (blockstat_windows.py cut): "requests seconds", the
-    # requests of that kind and the sum of their times; "- -" when the window has none. Kinds:
+    # The kernel's view of each tool's window (blockstat_windows.py cut): "requests seconds writes
+    # flushes", the requests of that kind, the sum of their times, and the window's write and flush
+    # requests; "- - - -" when the window has no request of that kind or no window is known. Kinds:
     # read, write, and sync: the writes and flushes an fdatasync() pair waits for, with the time the
     # card was busy (io_ticks), as a pair's requests overlap (the sum of their times measured 10-20 %
     # over the pairs' own).
     kwin() {  # kwin START END read|write|sync
-      python3 "$SRC/tests/e2e/blockstat_windows.py" cut "stat-$name-$attempt.txt" "$1" "$2" |
-        jq -r --arg d "$3" 'if $d == "sync" then [.write_ios + .flush_ios, .io_ticks_ms]
-          else [.[$d + "_ios"], .[$d + "_ticks_ms"]] end | if .[0] > 0 then "\(.[0]) \(.[1] / 1000)" else "- -" end'
+      if ! [[ $1 =~ ^[0-9.]+$ && $2 =~ ^[0-9.]+$ ]]; then echo "- - - -"; return; fi
+      python3 "$SRC/tests/e2e/blockstat_windows.py" cut "$stats" "$1" "$2" |
+        jq -r --arg d "$3" '. as $w | if $d == "sync" then [.write_ios + .flush_ios, .io_ticks_ms]
+          else [.[$d + "_ios"], .[$d + "_ticks_ms"]] end
+          | if .[0] > 0 then "\(.[0]) \(.[1] / 1000) \($w.write_ios) \($w.flush_ios)" else "- - - -" end'
     }
     printf '%-16s %12s %12s %7s %9s %9s %8s %8s %7s\n' "card $name" "bench" "fio" "ratio" \
       "k.req(b)" "k.req(f)" "k.ms(b)" "k.ms(f)" "held"
     local row
     misses=0
     # Rows: test, the bench's JSON key, fio's figure, unit, the requests' kind, fio's operations.
-    for row in "seqread bytes_per_second $f_sr B/s read $(jq .jobs[0].read.total_ios sr.json)" \
-               "seqwrite bytes_per_second $f_sw B/s write $(jq .jobs[0].write.total_ios sw.json)" \
-               "randread_qd1 iops $f_rr1 IOPS read $(jq .jobs[0].read.total_ios rr.json)" \
-               "randwrite_qd1 iops $f_rw1 IOPS write $(jq .jobs[0].write.total_ios rw.json)" \
-               "randread_qd32 iops $f_rrq IOPS read $(jq .jobs[0].read.total_ios rrq.json)" \
-               "randwrite_qd32 iops $f_rwq IOPS write $(jq .jobs[0].write.total_ios rwq.json)" \
-               "fdatasync latency_seconds.p50 $f_fsp50 s(p50) sync $(jq .jobs[0].write.total_ios fs.json)" \
-               "fdatasync latency_seconds.mean $f_fs s(mean) sync $(jq .jobs[0].write.total_ios fs.json)"; do
+    for row in "seqread bytes_per_second $f_sr B/s read $(jq '.jobs[0].read.total_ios' sr.json)" \
+               "seqwrite bytes_per_second $f_sw B/s write $(jq '.jobs[0].write.total_ios' sw.json)" \
+               "randread_qd1 iops $f_rr1 IOPS read $(jq '.jobs[0].read.total_ios' rr.json)" \
+               "randwrite_qd1 iops $f_rw1 IOPS write $(jq '.jobs[0].write.total_ios' rw.json)" \
+               "randread_qd32 iops $f_rrq IOPS read $(jq '.jobs[0].read.total_ios' rrq.json)" \
+               "randwrite_qd32 iops $f_rwq IOPS write $(jq '.jobs[0].write.total_ios' rwq.json)" \
+               "fdatasync latency_seconds.p50 $f_fsp50 s(p50) sync $(jq '.jobs[0].write.total_ios' fs.json)" \
+               "fdatasync latency_seconds.mean $f_fs s(mean) sync $(jq '.jobs[0].write.total_ios' fs.json)"; do
       set -- $row
       local test=$1 unit=$4 kind=$5 f_ops=$6 mine b_ops kb kf held=- fig
+      local kb_req kb_s kb_w kb_f kf_req kf_s kf_w kf_f
       mine=$(b "$test" "$2"); b_ops=$(b "$test" ops)
       # The bench's window from its own report, fio's from around its run.
       kb=$(kwin "$(b "$test" started_unix_seconds)" \
-        "$(jq -r --arg t "$test" '.tests[] | select(.name == $t) | .started_unix_seconds + .wall_seconds' "$J")" "$kind" || echo "- -")
-      kf=$(kwin ${fwin[$test]} "$kind" || echo "- -")
-      read -r kb_req kb_s <<<"$kb"; read -r kf_req kf_s <<<"$kf"
+        "$(jq -r --arg t "$test" '.tests[] | select(.name == $t) | .started_unix_seconds + .wall_seconds' "$J")" "$kind" ||
+        echo "- - - -")
+      kf=$(kwin ${fwin[$test]} "$kind" || echo "- - - -")
+      read -r kb_req kb_s kb_w kb_f <<<"$kb"; read -r kf_req kf_s kf_w kf_f <<<"$kf"
       # The card's time per operation of the tool, by the kernel: a request's mean time (QD1: the
       # tool's operation less its system call; QD32: its wait in the queue too), or for an
       # fdatasync pair the card's busy time per pair (the write, the flush, the journal's).
+      # per T N: T / N, "-" unless both are positive numbers.
+      per() { awk -v t="$1" -v n="$2" 'BEGIN { if (t + 0 > 0 && n + 0 > 0) print t / n; else print "-" }'; }
       local kb_op=- kf_op=-
-      if [ "$kb_s" != - ] && [ "$kf_s" != - ]; then
-        if [ "$kind" = sync ]; then
-          kb_op=$(awk -v t="$kb_s" -v n="$b_ops" 'BEGIN { print t / n }'); kf_op=$(awk -v t="$kf_s" -v n="$f_ops" 'BEGIN { print t / n }')
-        else
-          kb_op=$(awk -v t="$kb_s" -v n="$kb_req" 'BEGIN { print t / n }'); kf_op=$(awk -v t="$kf_s" -v n="$kf_req" 'BEGIN { print t / n }')
-        fi
-        # Held: an IOPS figure times that time (QD1: ~1, QD32: the requests in flight, Little's
-        # law), a latency divided by it; the bench's against fio's.
-        held=$(awk -v m="$mine" -v f="$3" -v kb="$kb_op" -v kf="$kf_op" -v u="$unit" \
-          'BEGIN { if (u == "IOPS") printf "%.3f", (m * kb) / (f * kf); else printf "%.3f", (m / kb) / (f / kf) }')
-      fi
+      if [ "$kind" = sync ]; then kb_op=$(per "$kb_s" "$b_ops"); kf_op=$(per "$kf_s" "$f_ops")
+      else kb_op=$(per "$kb_s" "$kb_req"); kf_op=$(per "$kf_s" "$kf_req"); fi
+      # Held: an IOPS figure times that time (QD1: ~1, QD32: the requests in flight, Little's law),
+      # a latency divided by it; the bench's against fio's.
+      held=$(awk -v m="$mine" -v f="$3" -v kb="$kb_op" -v kf="$kf_op" -v u="$unit" 'BEGIN {
+        if (!(m + 0 > 0 && f + 0 > 0 && kb + 0 > 0 && kf + 0 > 0)) { print "-"; exit }
+        if (u == "IOPS") printf "%.3f", (m * kb) / (f * kf); else printf "%.3f", (m / kb) / (f / kf) }')
       printf '%-16s %12.6g %12.6g %7s %9s %9s %8s %8s %7s %s\n' "$test" "$mine" "$3" "$(ratio "$mine" "$3")" \
         "$kb_req" "$kf_req" "$([ "$kb_op" = - ] && echo - || ms "$kb_op")" "$([ "$kf_op" = - ] && echo - || ms "$kf_op")" \
         "$held" "$unit"
@@ -169,9 +186,16 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
       # kernel's figure is a sum, so a mean).
       if [ "$hold" = kernel ]; then [ "$unit" = "s(p50)" ] && continue; else [ "$unit" = "s(mean)" ] && continue; fi
       [ -n "${agreed[$test]:-}" ] && continue
-      if [ "$hold" = kernel ]; then fig=$held; else fig=$(ratio "$mine" "$3"); fi
-      local rec="$mine $3 $unit $fig $attempt $kind $kb_req $b_ops"
-      if [ "$fig" != - ] && within "$fig" 1 $tol; then agreed[$test]=$rec; else misses=$((misses + 1)); LAST[$test]=$rec; fi
+      local agree=false
+      if [ "$hold" = kernel ]; then
+        fig=$held
+        [ "$fig" != - ] && within "$fig" 1 $tol && agree=true
+      else
+        fig=$(ratio "$mine" "$3")
+        within "$mine" "$3" $tol && agree=true
+      fi
+      local rec="$mine $3 $unit $fig $attempt $kind $kb_req $b_ops $kb_w $kb_f"
+      if $agree; then agreed[$test]=$rec; else misses=$((misses + 1)); LAST[$test]=$rec; fi
     done
     [ "$misses" = 0 ] && break
     [ "$attempt" = 3 ] || log "card $name: $misses comparison(s) not yet within $tol % after attempt $attempt; measuring both sides again"
@@ -179,21 +203,24 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
   local t
   for t in seqread seqwrite randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 fdatasync; do
     [[ $t =~ ^($checked)$ ]] || continue
-    local mine fio unit fig at kind k_req ops
-    read -r mine fio unit fig at kind k_req ops <<<"${agreed[$t]:-${LAST[$t]}}"
+    local mine fio unit fig at kind k_req ops k_w k_f
+    read -r mine fio unit fig at kind k_req ops k_w k_f <<<"${agreed[$t]:-${LAST[$t]}}"
     if [ "$hold" = kernel ]; then
       check "card $name $t: bench $mine vs fio $fio $unit, each per the card's time per operation by the kernel in its own window: $fig within $tol % (attempt $at)" \
         within "$fig" 1 $tol
       # Every operation the bench counted reached the card: its reads of the raw device, one
       # request each, match the kernel's count of its window (nothing from the page cache, nothing
-      # counted twice); its writes to the probe file are at least that many requests (the
-      # journal's come on top, and an fdatasync pair is a write and a flush).
+      # counted twice); its writes to the probe file are at least that many write requests (the
+      # journal's come on top); an fdatasync pair is at least a write and a flush.
       if [ "$kind" = read ]; then
         check "card $name $t: the bench's $ops operations = the kernel's $k_req read requests in its window (2 %)" \
           within "$k_req" "$ops" 2
+      elif [ "$kind" = write ]; then
+        check "card $name $t: the bench's $ops operations all reached the card (the kernel's $k_req write requests in its window)" \
+          test "${k_req/-/0}" -ge "${ops:-1}"
       else
-        check "card $name $t: the bench's $ops operations all reached the card (the kernel's $k_req $kind requests in its window)" \
-          test "${k_req/-/0}" -ge "$ops"
+        check "card $name $t: the bench's $ops pairs all reached the card (the kernel's $k_w write and $k_f flush requests in its window)" \
+          bash -c "[ '${k_w/-/0}' -ge '${ops:-1}' ] && [ '${k_f/-/0}' -ge '${ops:-1}' ]"
       fi
     else
       check "card $name $t: bench $mine vs fio $fio $unit within $tol % (attempt $at)" within "$mine" "$fio" $tol

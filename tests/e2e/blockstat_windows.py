@@ -6,8 +6,10 @@ the requests completed ("ios") and the sum of their times from submission to com
 milliseconds ("ticks", kept in nanoseconds by the kernel and printed in ms). ticks / ios is the
 mean time of one request as the block layer saw it. It counts every hop below the system call
 (the loop worker, FUSE, nbdkit, the card's delay) and nothing above it, so a tool's QD1 latency
-over the same requests equals it up to the system call's own microseconds, however busy the
-machine: the reference a measurement can be held against in its own window.
+over the same requests exceeds it only by the system call's entry and the tool's wake-up after
+the completion (microseconds for a tool under SCHED_FIFO, measured 1 % of a 1.2 ms read), however
+slow a busy machine makes the card: the reference a measurement can be held against in its own
+window.
 
   blockstat_windows.py sample DISK OUT
       Samples /sys/block/DISK/stat every 5 ms until SIGTERM or SIGINT. OUT gets one line per
@@ -54,7 +56,7 @@ def cut(out_path, start, end):
     with open(out_path) as f:
         for line in f:
             p = line.split()
-            if len(p) >= 9:  # a line cut short by the sampler's end is skipped
+            if len(p) >= 12:  # time + the 11 fields every kernel since 2.6 prints
                 rows.append((float(p[0]), [int(x) for x in p[1:]]))
     before = [r for r in rows if r[0] <= start]
     after = [r for r in rows if r[0] >= end]

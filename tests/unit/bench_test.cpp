@@ -141,7 +141,7 @@ TEST(BenchJson, ShapeFollowsTheSchema) {
     EXPECT_EQ(Keys(t), Required(test_schema));
     EXPECT_EQ(Keys(t["latency_seconds"]), Required(test_schema["properties"]["latency_seconds"]));
   }
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["tests"][0]["status"], "unavailable");
   EXPECT_TRUE(j["tests"][0]["latency_seconds"]["p50"].is_null());
   EXPECT_EQ(j["tests"][1]["reason"], nullptr);
