@@ -45,8 +45,7 @@ bench_card() {  # bench_card NAME CHECKED-TESTS(regex) HOLD nbdkit-args...
   log "card $name: $*${RT[*]:+ (card, bench and fio under ${RT[*]})}"
   card_start "$name" 256M "$@"
   local dev=$CARD_DEV disk=$CARD_NAME
-  # shellcheck disable=SC2086  # CARD_MKFS: mkfs.ext4 options for this card, word-split on purpose
-  card_mkfs_mount ${CARD_MKFS:-}
+  card_mkfs_mount
   local mnt=$CARD_MNT
   mkdir -p "$mnt/bench"
   # Both sides are measured again (up to three times in all) while a comparison has not yet agreed:
@@ -304,7 +303,8 @@ FIO
 # agreed to 0.3 %. So the delay card's figures are held against the kernel's own accounting of the
 # card in each tool's own window (blockstat_windows.py, the bench's windows from its JSON): each
 # figure per the kernel's mean request time in that window (QD1: the tool's share of its own
-# operation's time; QD32: the requests in flight), bench against fio; and the bench's operation
+# operation's time; QD32: the requests in flight; fdatasync: per the card's busy time per pair),
+# bench against fio; and the bench's operation
 # count against the kernel's count of requests. A figure from the page cache, in wrong units or
 # counted twice moves the first by its whole factor; a busy machine moves both sides alike.
 use_rt
