@@ -59,6 +59,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/diskprobe-pi-e2e.XXXXXX")
 rc=1
 finish() {
   if ((rc != 0)); then
+    # A kernel crash or stall in any boot, with the lines that say where (the tail below may
+    # hold only the stall reports that came after it).
+    echo "--- kernel crashes and stalls on the consoles of every boot ---"
+    grep -H -E 'Unable to handle|Internal error|kernel BUG|BUG:|Oops|PC is at|LR is at|Comm: |Workqueue: |Tainted: |cut here|end trace' \
+      "$work"/console*.log 2>/dev/null | head -n 60 || true
     echo "--- console.log (tail) ---"; tail -n 80 "$work/console.log" 2>/dev/null || true
     echo "--- qemu.log ---"; cat "$work/qemu.log" 2>/dev/null || true
   fi
