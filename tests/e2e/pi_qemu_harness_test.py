@@ -67,6 +67,7 @@ class FakeGdbStub(threading.Thread):
 
     def run(self):
         conn, _ = self.srv.accept()
+        self.srv.close()
         buf = b""
         with conn:
             while True:
