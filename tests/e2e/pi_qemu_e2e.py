@@ -1050,9 +1050,10 @@ def reads_over(m, probe, limit):
     return count - within[0] if count is not None and len(within) == 1 else None
 
 
-# A read the throttle cannot explain: 5 times its 20 ms. The host's other work puts such reads
-# into a window now and then (a Pi 3B beside a busy host: fio's median 19.79 ms, its p99 33 ms
-# and its slowest 280 ms, its mean 4 % above the probe's).
+# A read the throttle cannot explain: 5 times its 20 ms. Writes to the card's root filesystem
+# (see stop_quietly) and the host's other work put such reads into a window now and then (a Pi
+# 3B beside a busy host, before stop_quietly: fio's median 19.79 ms, its p99 33 ms and its
+# slowest 280 ms, its mean 4 % above the probe's; after it, one read of 500 ms was still seen).
 DISTURBED_READ_S = 0.1
 
 
@@ -1259,9 +1260,10 @@ def eject_step(guest, con, ports):
     file's writes under the card) and holds the host, so the card never leaves the kernel's view;
     once, on a busy host, the kernel printed no crash, only soft lockup reports tainted D (it
     had died) after the ejection, and counted no message about the card. A crash or a report
-    tainted D is shown from the console and what the exporter can still say is checked (its probes' errors or stall on the card; the kernel's messages about
-    the card, when its console has any). Either way every scrape must answer: a dead card must
-    not take the exporter with it."""
+    tainted D is shown from the console and what the exporter can still say is checked (its
+    probes' errors or stall on the card; the kernel's messages about the card, when its console
+    has any). Either way every scrape must answer: a dead card must not take the exporter with
+    it."""
     port = ports[29100]
     print("\n== card ejected and re-inserted through QMP (the root filesystem is on it)")
     if guest.drive:  # the lost-writes step's blkdebug: the card is ejected healthy, without it
