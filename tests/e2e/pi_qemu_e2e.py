@@ -785,7 +785,9 @@ def run(guest, con, ports, prom):
     if only:  # while working on one step: PI_STEPS=eject (the checks above always run)
         print("\nPI_STEPS=%s: the other steps are left out" % ",".join(only))
         steps = [st for st in steps if st.__name__[:-len("_step")] in only]
-    for step in steps:
+    for n, step in enumerate(steps):
+        if not shell_answers(con):
+            recover_guest(guest, con, port, step.__name__, 401 + n)
         t0, stalls, booted = time.monotonic(), len(stall_lines(guest)), guest.booted
         try:
             step(guest, con, ports)
@@ -804,6 +806,31 @@ def run(guest, con, ports, prom):
               (len(guest.rearmed), "".join("; boot %d: %.1f s overdue" % r for r in guest.rearmed)))
     print("\n%d checks failed: %s" % (len(FAILURES), ", ".join(FAILURES)) if FAILURES else "\nall checks passed")
     return 1 if FAILURES else 0
+
+
+def shell_answers(con, tries=3):
+    """Whether the guest's test shell runs a command (`tries` tries, 30 s each, 10 s apart)."""
+    for i in range(tries):
+        try:
+            if con.run("true", 30)[1] == 0:
+                return True
+        except OSError:
+            pass
+        time.sleep(10)
+    return False
+
+
+def recover_guest(guest, con, port, step, boot):
+    """Before `step`, with the guest's shell gone (an earlier step's failure, or usb-net lost
+    under TCG): prints what the host sees of the guest (report_hang) and starts QEMU again on
+    the same card, so that one lost guest costs one step, not every step after it."""
+    print("\n   the guest's shell does not answer before %s: QEMU is started again on the same card" % step)
+    report_hang(guest, max(0, len(guest.console_text()) - 3000))
+    guest.stop()
+    state = restart(guest, con, boot)
+    log("boot %d (before %s): %s" % (boot, step, state))
+    if state == "up":
+        wait_scrape(port, 300)
 
 
 # A kernel message that says the guest's kernel stopped running its tasks.
@@ -1209,24 +1236,133 @@ def lost_writes_step(guest, con, ports):
     restart_with(con, port, con.out("cat /root/config.yml.orig"))
 
 
+# The kernel's last line before it resets the machine (kernel/reboot.c, kernel_restart(): pr_emerg
+# with pr_fmt "reboot: "), and how long a shutdown may print nothing before it is taken as stuck.
+# With the status display and device shutdown messages switched on (REBOOT_VERBOSE), a shutdown
+# that makes progress prints every few seconds: systemd repeats "A stop job is running for ..."
+# every second while it waits. Seen once on the Pi 3B in CI: after `systemctl reboot` the console
+# printed nothing at all for 20 minutes (no stall report, no restart), the guest's network gone.
+RESTARTING = "reboot: Restarting system"
+SHUTDOWN_SILENCE = int(os.environ.get("PI_SHUTDOWN_SILENCE", "300"))
+# Before `systemctl reboot`: systemd's status display on (SIGRTMIN+20 to PID 1, systemd(1); glibc's
+# SIGRTMIN is 34), the kernel's initcall_debug (device_shutdown() names each device it shuts down,
+# at level info) and the console's level to show info.
+REBOOT_VERBOSE = "kill -54 1; echo 1 >/sys/module/kernel/parameters/initcall_debug; dmesg -n 7"
+
+
+def wait_restart(guest, since, timeout):
+    """After `systemctl reboot`, its console read from offset `since`: "restarted" once the kernel
+    printed RESTARTING, "stuck" when it has not and the console printed nothing for
+    SHUTDOWN_SILENCE s, "exited" when QEMU ended, "timeout" after `timeout` s."""
+    t0 = time.monotonic()
+    size, changed = -1, t0
+    while True:
+        text = guest.console_text()
+        if RESTARTING in text[since:]:
+            return "restarted"
+        now = time.monotonic()
+        if len(text) != size:
+            size, changed = len(text), now
+        if guest.proc.poll() is not None:
+            return "exited"
+        if now - changed > SHUTDOWN_SILENCE:
+            return "stuck"
+        if now - t0 > timeout:
+            return "timeout"
+        time.sleep(5)
+
+
+def cpu_states(guest):
+    """Each vCPU's program counter and processor state from HMP `info registers -a` (aarch64:
+    PC= and PSTATE=; arm: R15= and PSR=): {cpu number: "pc state"}, {} when QEMU does not answer."""
+    try:
+        text = guest.qmp("human-monitor-command", **{"command-line": "info registers -a"})
+    except (OSError, RuntimeError, ValueError):
+        return {}
+    out = {}
+    for block in re.split(r"^(?=CPU#\d+)", text, flags=re.M):
+        cpu = re.match(r"CPU#(\d+)", block)
+        pc = re.search(r"\b(?:PC|R15)=([0-9a-f]+)", block)
+        st = re.search(r"\b(?:PSTATE|PSR)=(\S+(?: \S+)*)", block)  # its flags and mode, up to a wider gap
+        if cpu and pc:
+            out[int(cpu.group(1))] = "pc %s%s" % (pc.group(1), " psr " + st.group(1) if st else "")
+    return out
+
+
+def report_hang(guest, since):
+    """Prints what the host can see of a guest that stopped answering: QEMU's run state, where each
+    vCPU is (three samples 2 s apart: the same program counter each time in every CPU is an idle or
+    dead-locked guest, changing ones a busy one) and the console since offset `since`."""
+    try:
+        status = guest.qmp("query-status").get("status")
+    except (OSError, RuntimeError, ValueError) as e:
+        status = "unknown (%s)" % e
+    print("   QEMU run state: %s" % status)
+    for i in range(3):
+        cpus = cpu_states(guest)
+        print("   vCPUs (sample %d): %s" % (i + 1, "; ".join("%d: %s" % kv for kv in sorted(cpus.items())) or "no answer"))
+        time.sleep(2)
+    lines = plain(guest.console_text()[since:]).splitlines()
+    print("   its console since (%d lines; the last 25):\n%s" % (len(lines), "\n".join("   | " + l for l in lines[-25:])))
+
+
+# What the console shows when the exporter's own stop holds the shutdown: systemd's status
+# display names the unit (by its Description, "diskprobe_exporter: ...") whose stop job it has
+# waited on for 5 s, or whose stop timed out or failed.
+EXPORTER_STOP_HELD = re.compile(r"(stop job is running for|Timed out stopping|Failed to stop)\W+diskprobe")
+
+
+def plain(text):
+    """The console's text without terminal control sequences (systemd colours its status lines
+    and redraws its "A stop job is running" line in place)."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
 def reboot_step(guest, con, ports):
     """`systemctl reboot` in the guest: the unit is enabled by the package, so after the reboot
-    the same exporter answers again with a new boot id and process."""
+    the same exporter answers again with a new boot id and process. The shutdown is shown on
+    the console (REBOOT_VERBOSE). A shutdown that stops printing without the kernel's restart
+    line (SHUTDOWN_SILENCE) is reported with where the vCPUs are; unless the console says the
+    exporter's stop held it, QEMU is started again on the same card and the reboot is tried once
+    more, printed as such. A second such shutdown, or one held by the exporter, fails."""
     print("\n== the service across a guest reboot")
-    boot_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
-    pid = con.out("systemctl show -p MainPID --value diskprobe_exporter").strip()
-    try:
-        con.run("systemctl reboot", 20)
-    except OSError:
-        pass
-    t = time.monotonic()
-    state = wait_shell(guest, con, BOOT_TIMEOUT, boot_id)
-    took = time.monotonic() - t
-    if state != "up":
-        restarting = "reboot: Restarting system" in guest.console_text()
-        check("guest rebooted", False, "%s after %.0f s (console %s 'reboot: Restarting system'; usb-net watcher: %s)" %
-              (state, took, "has" if restarting else "lacks", "; ".join(watcher_lines(guest)[-2:])))
-        return
+    for attempt in (1, 2):
+        boot_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
+        pid = con.out("systemctl show -p MainPID --value diskprobe_exporter").strip()
+        since = len(guest.console_text())
+        try:
+            con.run(REBOOT_VERBOSE + "; systemctl reboot", 20)
+        except OSError:
+            pass
+        t = time.monotonic()
+        state = wait_restart(guest, since, BOOT_TIMEOUT)
+        restarted = time.monotonic() - t
+        if state == "restarted":
+            state = wait_shell(guest, con, max(60, BOOT_TIMEOUT - restarted), boot_id)
+        took = time.monotonic() - t
+        if state == "up":
+            break
+        shutdown = plain(guest.console_text()[since:])
+        held = EXPORTER_STOP_HELD.search(shutdown)
+        detail = "%s after %.0f s (console %s %r; usb-net watcher: %s)" % (
+            state, took, "has" if RESTARTING in shutdown else "lacks", RESTARTING,
+            "; ".join(watcher_lines(guest)[-2:]))
+        print("   reboot %d did not bring the guest back: %s" % (attempt, detail))
+        report_hang(guest, since)
+        if held:
+            print("   the exporter's stop held the shutdown: %s" % held.group(0))
+        if attempt == 2 or held or state == "exited":
+            check("guest rebooted", False, detail)
+            return
+        print("   QEMU is started again on the same card and the reboot tried once more")
+        guest.stop()
+        state = restart(guest, con, 301)
+        if state != "up":
+            check("guest booted again after a reboot that did not restart it", False, state)
+            return
+        if wait_scrape(ports[29100], 300) is None:
+            check("exporter answers after QEMU started again", False, "no scrape answered in 300 s")
+            return
     new_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
     body = wait_scrape(ports[29100], 900)
     state = con.out("systemctl is-active diskprobe_exporter || true").strip()
@@ -1234,9 +1370,10 @@ def reboot_step(guest, con, ports):
     enabled = con.out("systemctl is-enabled diskprobe_exporter || true").strip()
     check("service back after a guest reboot",
           new_id != boot_id and state == "active" and body is not None and "diskprobe_mmc_card_info" in body,
-          "boot id %s -> %s after %.0f s, unit %s (%s), PID %s -> %s, host scrape %s" %
-          (boot_id[:8], new_id[:8], took, state, enabled, pid, new_pid,
-           "answered with mmc_card_info" if body and "diskprobe_mmc_card_info" in body else "failed"))
+          "boot id %s -> %s after %.0f s (restart line after %.0f s), unit %s (%s), PID %s -> %s, host scrape %s%s" %
+          (boot_id[:8], new_id[:8], took, restarted, state, enabled, pid, new_pid,
+           "answered with mmc_card_info" if body and "diskprobe_mmc_card_info" in body else "failed",
+           "" if attempt == 1 else "; on the second try (see above)"))
 
 
 # The kernel's own words for a crash (arch/*/mm/fault.c, arch/*/kernel/traps.c, lib/bug.c): an

@@ -3,7 +3,9 @@
 guest: when TimerWatch takes the BCM2835 system timer's compare register C3 for lost, the GDB
 remote protocol client it re-arms C3 through (against a stand-in gdbstub on a local socket, in
 the packet format of QEMU's: "$data#checksum", "+" acknowledgements, stop replies sent
-unasked after a connection), and the histogram count of slow probe reads.
+unasked after a connection), the histogram count of slow probe reads, when a guest's shutdown
+is taken for stuck, the vCPU states read from QEMU's monitor, and the console lines that blame
+the exporter's own stop for a held shutdown.
 
   pi_qemu_harness_test.py     exit 0 when every test passed
 """
@@ -138,6 +140,123 @@ class ReadsOver(unittest.TestCase):
     def test_a_bound_that_is_no_bucket_is_unknown(self):
         self.assertIsNone(h.reads_over(self.exposition(509, 512), "randread", 0.2))
         self.assertIsNone(h.reads_over({}, "randread", 0.1))
+
+
+# HMP `info registers -a` as QEMU 7.2 prints it: raspi3b (aarch64, four Cortex-A53, read from an
+# idle guest; registers after X01 left out) and raspi0 (arm, one ARM1176; target/arm/cpu.c's
+# 32-bit format).
+HMP_AARCH64 = """
+CPU#0
+ PC=ffff800008cda26c X00=0000000000000005 X01=ffff000037d73618
+PSTATE=400000c5 -Z-- NS EL1h     FPCR=00000000 FPSR=00000010
+CPU#1
+ PC=ffff800008cda26c X00=0000000000000005 X01=ffff000037d92618
+PSTATE=400000c5 -Z-- NS EL1h     FPCR=00000000 FPSR=00000010
+"""
+HMP_ARM = """
+CPU#0
+R00=00000000 R01=c0b01f40 R02=00000000 R03=c011b4a0
+R04=c0b00000 R05=c0b04f48 R06=c0b04f8c R07=00000000
+R08=c0a6ea40 R09=00000000 R10=00000000 R11=c0b01f64
+R12=c0b01f68 R13=c0b01f40 R14=c0108e2c R15=c0108e30
+PSR=60000013 -ZC- A svc32
+"""
+
+
+class FakeGuest:
+    """What wait_restart and cpu_states use of Guest: console_text(), proc.poll(), qmp()."""
+
+    def __init__(self, consoles, exits_at=None, hmp=""):
+        self.consoles, self.polls, self.exits_at, self.hmp = consoles, 0, exits_at, hmp
+        self.proc = self
+
+    def console_text(self):
+        self.polls += 1
+        return self.consoles[min(self.polls, len(self.consoles)) - 1]
+
+    def poll(self):
+        return 0 if self.exits_at is not None and self.polls >= self.exits_at else None
+
+    def qmp(self, command, **arguments):
+        if not self.hmp:
+            raise OSError("QMP socket gone")
+        return self.hmp
+
+
+class FakeClock:
+    """time.monotonic and time.sleep of a clock that moves only when slept on."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+class WaitRestart(unittest.TestCase):
+    def setUp(self):
+        self.real_time, h.time = h.time, FakeClock()
+        self.real_silence, h.SHUTDOWN_SILENCE = h.SHUTDOWN_SILENCE, 60
+
+    def tearDown(self):
+        h.time, h.SHUTDOWN_SILENCE = self.real_time, self.real_silence
+
+    def test_the_kernels_restart_line_after_the_command(self):
+        before = "boot log\nroot@pi3b:~# "
+        shutdown = before + "[  OK  ] Stopped diskprobe_exporter\n[  201.5] reboot: Restarting system\n"
+        g = FakeGuest([before, before + "[  OK  ] Stopped", shutdown])
+        self.assertEqual(h.wait_restart(g, len(before), 1200), "restarted")
+        self.assertEqual(g.polls, 3)
+
+    def test_a_restart_line_of_an_earlier_reboot_does_not_count(self):
+        before = "[  180.1] reboot: Restarting system\nsecond boot\n"
+        g = FakeGuest([before])
+        self.assertEqual(h.wait_restart(g, len(before), 1200), "stuck")
+        self.assertEqual(h.time.now - 1000.0, 65)  # the first poll 5 s past SHUTDOWN_SILENCE
+
+    def test_a_shutdown_that_keeps_printing_is_not_stuck(self):
+        # systemd redraws "A stop job is running" every second: the console grows without a restart
+        g = FakeGuest(["x" * n for n in range(1, 1000)])
+        self.assertEqual(h.wait_restart(g, 1, 300), "timeout")
+
+    def test_silence_after_some_progress_is_stuck(self):
+        g = FakeGuest(["a", "ab", "abc"])
+        self.assertEqual(h.wait_restart(g, 1, 1200), "stuck")
+        self.assertEqual(h.time.now - 1000.0, 75)  # last change at 10 s, then SHUTDOWN_SILENCE
+
+    def test_qemu_gone(self):
+        self.assertEqual(h.wait_restart(FakeGuest(["a"], exits_at=2), 1, 1200), "exited")
+
+
+class CpuStates(unittest.TestCase):
+    def test_aarch64(self):
+        self.assertEqual(h.cpu_states(FakeGuest([""], hmp=HMP_AARCH64)),
+                         {0: "pc ffff800008cda26c psr 400000c5 -Z-- NS EL1h",
+                          1: "pc ffff800008cda26c psr 400000c5 -Z-- NS EL1h"})
+
+    def test_arm(self):
+        self.assertEqual(h.cpu_states(FakeGuest([""], hmp=HMP_ARM)), {0: "pc c0108e30 psr 60000013 -ZC- A svc32"})
+
+    def test_no_answer(self):
+        self.assertEqual(h.cpu_states(FakeGuest([""])), {})
+
+
+class ExporterStopHeld(unittest.TestCase):
+    # systemd's status lines on a serial console: coloured, the waiting line redrawn with "\r"
+    def test_the_exporters_stop_job(self):
+        line = ("\r[\x1b[0;1;31m*\x1b[0m\x1b[0;31m*    \x1b[0m] A stop job is running for "
+                "\x1b[0;1;39mdiskprobe_exporter: Prometheus exporter\x1b[0m (12s / 1min 30s)")
+        self.assertIsNone(h.EXPORTER_STOP_HELD.search(line.replace("diskprobe", "systemd-journald")))
+        self.assertTrue(h.EXPORTER_STOP_HELD.search(h.plain(line)))
+        timed_out = "[\x1b[0;1;31m TIME \x1b[0m] Timed out stopping \x1b[0;1;39mdiskprobe_exporter: P\x1b[0m."
+        self.assertTrue(h.EXPORTER_STOP_HELD.search(h.plain(timed_out)))
+
+    def test_another_units_stop_job(self):
+        line = "A stop job is running for Journal Service (12s / 1min 30s)\n[  OK  ] Stopped diskprobe_exporter"
+        self.assertIsNone(h.EXPORTER_STOP_HELD.search(line))
 
 
 if __name__ == "__main__":
