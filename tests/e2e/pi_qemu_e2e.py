@@ -14,6 +14,7 @@ stays as built. Exit 0 when every check passed, 1 otherwise; every check prints 
 import base64
 import http.client
 import json
+import mmap
 import os
 import re
 import shutil
@@ -1237,11 +1238,15 @@ def lost_writes_step(guest, con, ports):
 
 
 # The kernel's last line before it resets the machine (kernel/reboot.c, kernel_restart(): pr_emerg
-# with pr_fmt "reboot: "), and how long a shutdown may print nothing before it is taken as stuck.
-# With the status display and device shutdown messages switched on (REBOOT_VERBOSE), a shutdown
-# that makes progress prints every few seconds: systemd repeats "A stop job is running for ..."
-# every second while it waits. Seen once on the Pi 3B in CI: after `systemctl reboot` the console
-# printed nothing at all for 20 minutes (no stall report, no restart), the guest's network gone.
+# with pr_fmt "reboot: "); and how long a shutdown may print nothing before it is taken as stuck.
+# With systemd's status display on (REBOOT_VERBOSE), the shutdown prints every few seconds up to
+# "Reached target reboot.target" (systemd repeats "A stop job is running for ..." every second
+# while it waits); after it, on the Pi 3B with Debian's 6.1 kernel, the console stayed silent
+# until the next boot's first lines, 10-90 s later, neither systemd-shutdown's messages nor the
+# restart line came (the console at level info, initcall_debug on). So a new boot's first line
+# of the initramfs (INIT_STARTED) counts as the restart too. Seen once on the Pi 3B in CI: after
+# `systemctl reboot` the console printed nothing at all for 20 minutes, no new boot, the guest's
+# network gone.
 RESTARTING = "reboot: Restarting system"
 SHUTDOWN_SILENCE = int(os.environ.get("PI_SHUTDOWN_SILENCE", "300"))
 # Before `systemctl reboot`: systemd's status display on (SIGRTMIN+20 to PID 1, systemd(1); glibc's
@@ -1252,13 +1257,13 @@ REBOOT_VERBOSE = "kill -54 1; echo 1 >/sys/module/kernel/parameters/initcall_deb
 
 def wait_restart(guest, since, timeout):
     """After `systemctl reboot`, its console read from offset `since`: "restarted" once the kernel
-    printed RESTARTING, "stuck" when it has not and the console printed nothing for
-    SHUTDOWN_SILENCE s, "exited" when QEMU ended, "timeout" after `timeout` s."""
+    printed RESTARTING or a new boot its INIT_STARTED, "stuck" when neither came and the console
+    printed nothing for SHUTDOWN_SILENCE s, "exited" when QEMU ended, "timeout" after `timeout` s."""
     t0 = time.monotonic()
     size, changed = -1, t0
     while True:
         text = guest.console_text()
-        if RESTARTING in text[since:]:
+        if RESTARTING in text[since:] or INIT_STARTED in text[since:]:
             return "restarted"
         now = time.monotonic()
         if len(text) != size:
@@ -1289,10 +1294,56 @@ def cpu_states(guest):
     return out
 
 
+# Kernel reports that say why a guest stopped (the hung task detector, RCU, the soft lockup
+# watchdog, an oops), searched for in the guest's memory: a guest that prints nothing may still
+# have logged them (a console that stopped printing leaves them in the kernel's log buffer).
+MEMORY_REPORT = re.compile(rb"INFO: task [ -~]{1,60} blocked for more than \d+ seconds|task:[ -~]{1,40} state:D[ -~]{0,100}|"
+                           rb"rcu: INFO: [ -~]{1,100}|soft lockup - CPU#\d+ stuck[ -~]{0,60}|"
+                           rb"Unable to handle kernel [ -~]{1,80}|Internal error: [ -~]{1,80}|kernel BUG at [ -~]{1,80}")
+
+
+def memory_reports(path, limit=4, after=1200):
+    """The distinct kernel reports (MEMORY_REPORT) in a guest memory dump at `path`, each with the
+    printable text of up to `after` bytes that follow it (a record's stack trace: the kernel's log
+    buffer keeps each record's text apart, between binary headers): [(report, [lines])]."""
+    out, seen = [], set()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        for hit in MEMORY_REPORT.finditer(m):
+            text = hit.group(0).decode()
+            if text in seen:
+                continue  # the same record in the log buffer, a reader's copy, the journal's
+            seen.add(text)
+            tail = m[hit.end():hit.end() + after]
+            lines = [p.decode().strip() for p in re.split(rb"[^\x20-\x7e]+", tail) if len(p.strip()) >= 4]
+            out.append((text, lines[:20]))
+            if len(out) == limit:
+                break
+    return out
+
+
+def report_memory(guest):
+    """Dumps the guest's memory through QMP (dump-guest-memory, into WORK, removed after) and
+    prints the kernel reports found in it (memory_reports)."""
+    path = os.path.join(WORK, "guest-memory.core")
+    try:
+        guest.qmp("dump-guest-memory", paging=False, protocol="file:" + path)
+        found = memory_reports(path)
+    except (OSError, RuntimeError, ValueError) as e:
+        print("   guest memory: not read (%s)" % e)
+        return
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    print("   kernel reports in the guest's memory: %s" % ("none" if not found else ""))
+    for text, lines in found:
+        print("   | %s\n%s" % (text, "\n".join("   |   " + l for l in lines)))
+
+
 def report_hang(guest, since):
     """Prints what the host can see of a guest that stopped answering: QEMU's run state, where each
     vCPU is (three samples 2 s apart: the same program counter each time in every CPU is an idle or
-    dead-locked guest, changing ones a busy one) and the console since offset `since`."""
+    dead-locked guest, changing ones a busy one), the console since offset `since` and the kernel
+    reports in the guest's memory (report_memory)."""
     try:
         status = guest.qmp("query-status").get("status")
     except (OSError, RuntimeError, ValueError) as e:
@@ -1302,8 +1353,9 @@ def report_hang(guest, since):
         cpus = cpu_states(guest)
         print("   vCPUs (sample %d): %s" % (i + 1, "; ".join("%d: %s" % kv for kv in sorted(cpus.items())) or "no answer"))
         time.sleep(2)
-    lines = plain(guest.console_text()[since:]).splitlines()
+    lines = [l for l in plain(guest.console_text()[since:]).splitlines() if l.strip()]
     print("   its console since (%d lines; the last 25):\n%s" % (len(lines), "\n".join("   | " + l for l in lines[-25:])))
+    report_memory(guest)
 
 
 # What the console shows when the exporter's own stop holds the shutdown: systemd's status
@@ -1344,9 +1396,9 @@ def reboot_step(guest, con, ports):
             break
         shutdown = plain(guest.console_text()[since:])
         held = EXPORTER_STOP_HELD.search(shutdown)
-        detail = "%s after %.0f s (console %s %r; usb-net watcher: %s)" % (
-            state, took, "has" if RESTARTING in shutdown else "lacks", RESTARTING,
-            "; ".join(watcher_lines(guest)[-2:]))
+        detail = "%s after %.0f s (console %s a restart: %r or %r; usb-net watcher: %s)" % (
+            state, took, "has" if RESTARTING in shutdown or INIT_STARTED in shutdown else "lacks",
+            RESTARTING, INIT_STARTED, "; ".join(watcher_lines(guest)[-2:]))
         print("   reboot %d did not bring the guest back: %s" % (attempt, detail))
         report_hang(guest, since)
         if held:
@@ -1370,7 +1422,7 @@ def reboot_step(guest, con, ports):
     enabled = con.out("systemctl is-enabled diskprobe_exporter || true").strip()
     check("service back after a guest reboot",
           new_id != boot_id and state == "active" and body is not None and "diskprobe_mmc_card_info" in body,
-          "boot id %s -> %s after %.0f s (restart line after %.0f s), unit %s (%s), PID %s -> %s, host scrape %s%s" %
+          "boot id %s -> %s after %.0f s (restarted after %.0f s), unit %s (%s), PID %s -> %s, host scrape %s%s" %
           (boot_id[:8], new_id[:8], took, restarted, state, enabled, pid, new_pid,
            "answered with mmc_card_info" if body and "diskprobe_mmc_card_info" in body else "failed",
            "" if attempt == 1 else "; on the second try (see above)"))

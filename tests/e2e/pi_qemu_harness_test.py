@@ -5,13 +5,15 @@ remote protocol client it re-arms C3 through (against a stand-in gdbstub on a lo
 the packet format of QEMU's: "$data#checksum", "+" acknowledgements, stop replies sent
 unasked after a connection), the histogram count of slow probe reads, when a guest's shutdown
 is taken for stuck, the vCPU states read from QEMU's monitor, and the console lines that blame
-the exporter's own stop for a held shutdown.
+the exporter's own stop for a held shutdown, and the kernel reports found in a memory dump.
 
   pi_qemu_harness_test.py     exit 0 when every test passed
 """
 import os
 import socket
+import struct
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -211,8 +213,15 @@ class WaitRestart(unittest.TestCase):
         self.assertEqual(h.wait_restart(g, len(before), 1200), "restarted")
         self.assertEqual(g.polls, 3)
 
+    def test_a_new_boots_first_line_without_the_restart_line(self):
+        # the Pi 3B's console after "Reached target reboot.target": nothing until the next boot
+        before = "root@pi3b:~# "
+        g = FakeGuest([before, before + "[  OK  ] Reached target reboot.target - System Reboot.\n",
+                       before + "[  OK  ] Reached target reboot.target\n[    8.881724] initramfs: init started\n"])
+        self.assertEqual(h.wait_restart(g, len(before), 1200), "restarted")
+
     def test_a_restart_line_of_an_earlier_reboot_does_not_count(self):
-        before = "[  180.1] reboot: Restarting system\nsecond boot\n"
+        before = "[  180.1] reboot: Restarting system\n[    4.3] initramfs: init started\nsecond boot\n"
         g = FakeGuest([before])
         self.assertEqual(h.wait_restart(g, len(before), 1200), "stuck")
         self.assertEqual(h.time.now - 1000.0, 65)  # the first poll 5 s past SHUTDOWN_SILENCE
@@ -257,6 +266,39 @@ class ExporterStopHeld(unittest.TestCase):
     def test_another_units_stop_job(self):
         line = "A stop job is running for Journal Service (12s / 1min 30s)\n[  OK  ] Stopped diskprobe_exporter"
         self.assertIsNone(h.EXPORTER_STOP_HELD.search(line))
+
+
+class MemoryReports(unittest.TestCase):
+    """A guest memory dump holding the kernel's log buffer as Linux 6.1 keeps it: each record's
+    text after an 8-byte id, no terminator; the same records again where a reader copied them."""
+
+    RECORDS = [b"INFO: task systemd-shutdow:1 blocked for more than 120 seconds.",
+               b"      Not tainted 6.1.0-57-arm64 #1 Debian 6.1.192-3",
+               b"task:systemd-shutdow state:D stack:0     pid:1     ppid:0      flags:0x00000008",
+               b"Call trace:", b" __switch_to+0xf0/0x170", b" __schedule+0x340/0x940", b" schedule+0x58/0xf0",
+               b" mmc_wait_for_req_done+0x3c/0x90 [mmc_core]"]
+
+    def dump(self, *chunks):
+        fd, path = tempfile.mkstemp()
+        with os.fdopen(fd, "wb") as f:
+            for c in chunks:
+                f.write(c)
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def ring(self):
+        return b"".join(struct.pack("<Q", 0xfffff15e00000000 + i) + r for i, r in enumerate(self.RECORDS))
+
+    def test_a_hung_task_with_its_trace_once(self):
+        path = self.dump(b"\x00" * 4096, self.ring(), b"\x00" * 4096, self.ring(), b"\xff" * 100)
+        found = h.memory_reports(path)
+        self.assertEqual([t for t, _ in found], ["INFO: task systemd-shutdow:1 blocked for more than 120 seconds",
+                                                 "task:systemd-shutdow state:D stack:0     pid:1     ppid:0      flags:0x00000008"])
+        self.assertIn("__schedule+0x340/0x940", found[0][1])
+        self.assertIn("mmc_wait_for_req_done+0x3c/0x90 [mmc_core]", found[1][1])
+
+    def test_a_healthy_guest_has_none(self):
+        self.assertEqual(h.memory_reports(self.dump(b"\x00" * 64, b"[    8.8] initramfs: init started\n", b"\x00" * 64)), [])
 
 
 if __name__ == "__main__":
