@@ -1297,9 +1297,13 @@ def cpu_states(guest):
 # Kernel reports that say why a guest stopped (the hung task detector, RCU, the soft lockup
 # watchdog, an oops), searched for in the guest's memory: a guest that prints nothing may still
 # have logged them (a console that stopped printing leaves them in the kernel's log buffer).
-MEMORY_REPORT = re.compile(rb"INFO: task [ -~]{1,60} blocked for more than \d+ seconds|task:[ -~]{1,40} state:D[ -~]{0,100}|"
-                           rb"rcu: INFO: [ -~]{1,100}|soft lockup - CPU#\d+ stuck[ -~]{0,60}|"
-                           rb"Unable to handle kernel [ -~]{1,80}|Internal error: [ -~]{1,80}|kernel BUG at [ -~]{1,80}")
+# Printable text without "%": the kernel's own format strings ("rcu: INFO: %s self-detected
+# stall on CPU", in its read-only data) are in every dump and are no report.
+_T = rb"[ -$&-~]"
+MEMORY_REPORT = re.compile(rb"INFO: task " + _T + rb"{1,60} blocked for more than \d+ seconds|task:" + _T +
+                           rb"{1,40} state:D" + _T + rb"{0,100}|rcu: INFO: " + _T + rb"{1,100}|soft lockup - CPU#\d+ stuck" +
+                           _T + rb"{0,60}|Unable to handle kernel " + _T + rb"{1,80}|Internal error: " + _T + rb"{1,80}|"
+                           rb"kernel BUG at " + _T + rb"{1,80}")
 
 
 def memory_reports(path, limit=4, after=1200):
