@@ -144,9 +144,9 @@ class ReadsOver(unittest.TestCase):
         self.assertIsNone(h.reads_over({}, "randread", 0.1))
 
 
-# HMP `info registers -a` as QEMU 7.2 prints it: raspi3b (aarch64, four Cortex-A53, read from an
-# idle guest; registers after X01 left out) and raspi0 (arm, one ARM1176; target/arm/cpu.c's
-# 32-bit format).
+# HMP `info registers -a` as QEMU 7.2 printed it, read from running guests: raspi3b (aarch64,
+# four Cortex-A53, idle; registers after X01 left out) and raspi0 (arm, one ARM1176; its VFP
+# registers left out).
 HMP_AARCH64 = """
 CPU#0
  PC=ffff800008cda26c X00=0000000000000005 X01=ffff000037d73618
@@ -157,11 +157,13 @@ PSTATE=400000c5 -Z-- NS EL1h     FPCR=00000000 FPSR=00000010
 """
 HMP_ARM = """
 CPU#0
-R00=00000000 R01=c0b01f40 R02=00000000 R03=c011b4a0
-R04=c0b00000 R05=c0b04f48 R06=c0b04f8c R07=00000000
-R08=c0a6ea40 R09=00000000 R10=00000000 R11=c0b01f64
-R12=c0b01f68 R13=c0b01f40 R14=c0108e2c R15=c0108e30
-PSR=60000013 -ZC- A svc32
+R00=c113f8a8 R01=c1d0c678 R02=00000000 R03=00000000
+R04=c113f8a8 R05=c0e14870 R06=00000001 R07=c1205f28
+R08=c0e14860 R09=00000000 R10=00000000 R11=dc8d9dc4
+R12=32c5d040 R13=dc8d9d40 R14=c015796c R15=c01561d0
+PSR=60000093 -ZC- A NS svc32
+s00=00000000 s01=00000000 d00=0000000000000000
+FPSCR: 00000000
 """
 
 
@@ -247,7 +249,7 @@ class CpuStates(unittest.TestCase):
                           1: "pc ffff800008cda26c psr 400000c5 -Z-- NS EL1h"})
 
     def test_arm(self):
-        self.assertEqual(h.cpu_states(FakeGuest([""], hmp=HMP_ARM)), {0: "pc c0108e30 psr 60000013 -ZC- A svc32"})
+        self.assertEqual(h.cpu_states(FakeGuest([""], hmp=HMP_ARM)), {0: "pc c01561d0 psr 60000093 -ZC- A NS svc32"})
 
     def test_no_answer(self):
         self.assertEqual(h.cpu_states(FakeGuest([""])), {})
