@@ -1164,13 +1164,15 @@ def throttle_step(guest, con, ports):
 
 def restart(guest, con, boot):
     """Starts the stopped QEMU again (boot number `boot` in the logs), once more when its kernel
-    never ran init (see wait_shell); wait_shell's state."""
+    never ran init or its usb-net never enumerated (see wait_shell; the first boot of the run
+    has PI_BOOT_ATTEMPTS for the same): wait_shell's state."""
     for attempt in (boot, boot + 1):
         guest.start(attempt)
         state = wait_shell(guest, con, BOOT_TIMEOUT)
-        if state != "noinit":
+        if state not in ("noinit", "usb"):
             return state
-        log("boot %d: the guest's kernel never ran init; booting again" % attempt)
+        log("boot %d: %s; booting again" % (attempt, "the guest's kernel never ran init" if state == "noinit"
+                                            else "usb-net never enumerated (no way to the guest's shell)"))
         guest.stop()
     return state
 
