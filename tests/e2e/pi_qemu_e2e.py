@@ -1299,8 +1299,11 @@ def cpu_states(guest):
 # Kernel reports that say why a guest stopped (the hung task detector, RCU, the soft lockup
 # watchdog, an oops), searched for in the guest's memory: a guest that prints nothing may still
 # have logged them (a console that stopped printing leaves them in the kernel's log buffer).
-# Printable text without "%": the kernel's own format strings ("rcu: INFO: %s self-detected
-# stall on CPU", in its read-only data) are in every dump and are no report.
+# The kernel's own format strings are in every dump too and are no report: those with a
+# conversion ("rcu: INFO: %s self-detected stall on CPU") fail the match (printable text without
+# "%"), those without one ("rcu: INFO: Stall ended before state dump start") start with their
+# log level (KERN_SOH "\001" and a digit, include/linux/kern_levels.h), which the log buffer's
+# records do not hold.
 _T = rb"[ -$&-~]"
 MEMORY_REPORT = re.compile(rb"INFO: task " + _T + rb"{1,60} blocked for more than \d+ seconds|task:" + _T +
                            rb"{1,40} state:D" + _T + rb"{0,100}|rcu: INFO: " + _T + rb"{1,100}|soft lockup - CPU#\d+ stuck" +
@@ -1311,11 +1314,16 @@ MEMORY_REPORT = re.compile(rb"INFO: task " + _T + rb"{1,60} blocked for more tha
 def memory_reports(path, limit=4, after=1200):
     """The distinct kernel reports (MEMORY_REPORT) in a guest memory dump at `path`, each with the
     printable text of up to `after` bytes that follow it (a record's stack trace: the kernel's log
-    buffer keeps each record's text apart, between binary headers): [(report, [lines])]."""
+    buffer keeps each record's text apart, after an 8-byte id): [(report, [lines])], in the order
+    of memory, not of time. The buffer's blocks are 8-byte aligned and a text's length is kept
+    elsewhere, so a line may end in up to 7 bytes left from an older record
+    ("__switch_to+0xe8/0x12020" for "__switch_to+0xe8/0x120")."""
     out, seen = [], set()
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         for hit in MEMORY_REPORT.finditer(m):
             text = hit.group(0).decode()
+            if hit.start() >= 2 and m[hit.start() - 2] == 1 and chr(m[hit.start() - 1]) in "01234567c":
+                continue  # a format string of the kernel's (KERN_SOH, level), not a record
             if text in seen:
                 continue  # the same record in the log buffer, a reader's copy, the journal's
             seen.add(text)

@@ -300,9 +300,11 @@ class MemoryReports(unittest.TestCase):
         self.assertIn("mmc_wait_for_req_done+0x3c/0x90 [mmc_core]", found[1][1])
 
     def test_a_healthy_guest_has_none(self):
-        # the kernel's own format strings, in every dump (read from a Pi 3B's: kernel/rcu, kernel/hung_task.c)
-        rodata = (b"\x003rcu: INFO: %s self-detected stall on CPU\x00\x003INFO: task %s:%d blocked for more than "
-                  b"%ld seconds.\n\x00task:%-15.15s state:%c\x00")
+        # the kernel's own format strings, in every dump (the first four read from a Pi 3B's: kernel/rcu,
+        # kernel/hung_task.c, kernel/sched; the last made up, at level 0)
+        rodata = (b"\x00\x013rcu: INFO: %s self-detected stall on CPU\n\x00\x013INFO: task %s:%d blocked for more than "
+                  b"%ld seconds.\n\x00\x016task:%-15.15s state:%c\x00\x013rcu: INFO: Stall ended before state dump start\n"
+                  b"\x00\x010Internal error: Oops - BUG\x00")
         self.assertEqual(h.memory_reports(self.dump(b"\x00" * 64, rodata, b"[    8.8] initramfs: init started\n")), [])
 
 
