@@ -1387,10 +1387,11 @@ def plain(text):
 def reboot_step(guest, con, ports):
     """`systemctl reboot` in the guest: the unit is enabled by the package, so after the reboot
     the same exporter answers again with a new boot id and process. The shutdown is shown on
-    the console (REBOOT_VERBOSE). A shutdown that stops printing without the kernel's restart
-    line (SHUTDOWN_SILENCE) is reported with where the vCPUs are; unless the console says the
-    exporter's stop held it, QEMU is started again on the same card and the reboot is tried once
-    more, printed as such. A second such shutdown, or one held by the exporter, fails."""
+    the console (REBOOT_VERBOSE). A shutdown that stops printing before a restart shows (the
+    kernel's restart line or a new boot's first line: wait_restart), or a new boot whose shell
+    never answers, is reported (report_hang); unless the console says the exporter's stop held
+    it, QEMU is started again on the same card and the reboot is tried once more, printed as
+    such. A second failed reboot, or one held by the exporter, fails the check."""
     print("\n== the service across a guest reboot")
     for attempt in (1, 2):
         boot_id = con.out("cat /proc/sys/kernel/random/boot_id").strip()
