@@ -1243,9 +1243,10 @@ def lost_writes_step(guest, con, ports):
 # with pr_fmt "reboot: "); and how long a shutdown may print nothing before it is taken as stuck.
 # With systemd's status display on (REBOOT_VERBOSE), the shutdown prints every few seconds up to
 # "Reached target reboot.target" (systemd repeats "A stop job is running for ..." every second
-# while it waits); after it, on the Pi 3B with Debian's 6.1 kernel, the console stayed silent
-# until the next boot's first lines, 10-90 s later, neither systemd-shutdown's messages nor the
-# restart line came (the console at level info, initcall_debug on). So a new boot's first line
+# while it waits); after it, on both boards with Debian's 6.1 kernels, the console stayed silent
+# until the next boot's first lines, 10-90 s later: neither systemd-shutdown's messages nor the
+# restart line came (the console at level info, initcall_debug on; a line written to /dev/kmsg
+# while the guest runs does reach it). So a new boot's first line
 # of the initramfs (INIT_STARTED) counts as the restart too. Seen once on the Pi 3B in CI: after
 # `systemctl reboot` the console printed nothing at all for 20 minutes, no new boot, the guest's
 # network gone.
